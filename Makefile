@@ -1,0 +1,42 @@
+# Two commands: `make run` (the application with demo data) and `make test`.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+export HF_HUB_OFFLINE := 1
+
+.PHONY: install run test lint format bench services clean
+
+install: $(VENV)/.installed
+
+# torch first: the machine's local CPU build, not the registry's CUDA one
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	mkdir -p var
+	touch $@
+
+run: install
+	PORT=$(PORT) ./scripts/run.sh
+
+services:
+	./scripts/ensure_services.sh
+
+test: install services
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: install
+	$(PY) bench/run.py
+
+clean:
+	rm -rf var/test-media var/test-broker test-artifacts

@@ -1,0 +1,1 @@
+"""Answers and their evidence (query executions, quoted sources, claim citations)."""

@@ -1,0 +1,62 @@
+"""One JSON error shape for every endpoint, the one OpenAI clients understand:
+``{"error": {"message", "type", "param", "code"}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+}
+
+
+class ApiError(exceptions.APIException):
+    """A client error with a stable machine-readable ``code``."""
+
+    def __init__(self, message: str, *, code: str, status_code: int = 400, param: str | None = None):
+        super().__init__(detail=message, code=code)
+        self.status_code = status_code
+        self.param = param
+
+
+def _message(detail: Any) -> str:
+    if isinstance(detail, dict):
+        return "; ".join(f"{key}: {_message(value)}" for key, value in detail.items())
+    if isinstance(detail, list):
+        return " ".join(_message(item) for item in detail)
+    return str(detail)
+
+
+def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    param = getattr(exc, "param", None)
+    code = getattr(exc, "default_code", "error")
+    if isinstance(exc, exceptions.APIException):
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else code
+    if isinstance(exc, exceptions.ValidationError) and isinstance(exc.detail, dict):
+        param = next(iter(exc.detail), None)
+    if response.status_code == status.HTTP_401_UNAUTHORIZED:
+        code = "invalid_api_key" if code == "authentication_failed" else code
+    response.data = {
+        "error": {
+            "message": _message(response.data.get("detail", response.data)
+                                if isinstance(response.data, dict) else response.data),
+            "type": _TYPES.get(response.status_code, "api_error"),
+            "param": param,
+            "code": code,
+        }
+    }
+    return response

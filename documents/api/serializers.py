@@ -1,0 +1,66 @@
+"""Input and output shapes of the document endpoints."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from documents.models import Chunk, File, Location
+
+
+class FileUploadInput(serializers.Serializer):
+    file = serializers.FileField(allow_empty_file=True, use_url=False)
+    data_source = serializers.CharField(max_length=200)
+
+
+class FileOutput(serializers.ModelSerializer):
+    file_id = serializers.UUIDField(source="id")
+    data_source = serializers.CharField(source="data_source.name")
+    data_source_id = serializers.UUIDField()
+    database_id = serializers.UUIDField(source="data_source.vector_database_id")
+    stage = serializers.CharField(source="status")
+    progress = serializers.SerializerMethodField()
+    is_current = serializers.BooleanField()
+    status_url = serializers.SerializerMethodField()
+    content_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = File
+        fields = [
+            "file_id", "name", "kind", "content_type", "size", "sha256", "revision", "is_current",
+            "superseded_at", "status", "stage", "progress", "error_message", "data_source",
+            "data_source_id", "database_id", "created_at", "updated_at", "ready_at",
+            "status_url", "content_url",
+        ]
+
+    def get_progress(self, obj: File) -> dict:
+        return {"done": obj.progress_done, "total": obj.progress_total}
+
+    def get_status_url(self, obj: File) -> str:
+        return reverse("file-detail", args=[obj.pk])
+
+    def get_content_url(self, obj: File) -> str:
+        return reverse("file-content", args=[obj.pk])
+
+
+class LocationOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Location
+        fields = [
+            "line_number_start", "line_number_end", "char_start", "char_end", "hierarchy",
+            "page_number", "boxes",
+        ]
+
+
+class ChunkOutput(serializers.ModelSerializer):
+    chunk_id = serializers.UUIDField(source="id")
+    file_id = serializers.UUIDField()
+    database_id = serializers.UUIDField(source="vector_database_id")
+    locations = LocationOutput(many=True)
+
+    class Meta:
+        model = Chunk
+        fields = [
+            "chunk_id", "file_id", "database_id", "chunk_text", "locations", "position",
+            "section", "token_count", "content_hash",
+        ]

@@ -1,0 +1,103 @@
+"""File and chunk endpoints of ``/v1/flow/``: parse, call one service, shape output."""
+
+from __future__ import annotations
+
+from django.http import FileResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from documents import selectors
+from documents.api.errors import ApiError
+from documents.api.serializers import ChunkOutput, FileOutput, FileUploadInput
+from documents.models import ApiKey
+from documents.storage import original_open
+from documents.tenancy import organization_of
+from documents.uploads import UploadRejected, data_source_for, file_upload
+
+
+class FileUploadView(APIView):
+    """Upload a file into a data source; ingestion continues in the background."""
+
+    @extend_schema(request={"multipart/form-data": FileUploadInput}, responses={202: FileOutput})
+    def post(self, request: Request) -> Response:
+        form = FileUploadInput(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        try:
+            source = data_source_for(
+                organization=organization_of(request), name=form.validated_data["data_source"]
+            )
+            result = file_upload(
+                data_source=source, name=upload.name, stream=upload,
+                uploaded_by=request.user,
+                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+            )
+        except UploadRejected as exc:
+            raise ApiError(exc.message, code=exc.code, status_code=exc.status, param=exc.param)
+        body = FileOutput(result.file).data | {"duplicate": result.duplicate}
+        code = status.HTTP_200_OK if result.duplicate else status.HTTP_202_ACCEPTED
+        return Response(body, status=code, headers={"Location": body["status_url"]})
+
+
+class FileDetailView(APIView):
+    """Metadata, stage and progress of one file revision."""
+
+    @extend_schema(responses=FileOutput)
+    def get(self, request: Request, file_id: str) -> Response:
+        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        return Response(FileOutput(record).data)
+
+
+class FileContentView(APIView):
+    """The original uploaded bytes, byte for byte."""
+
+    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    def get(self, request: Request, file_id: str) -> FileResponse:
+        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        response = FileResponse(
+            original_open(record.storage_key), as_attachment=True, filename=record.name,
+            content_type=record.content_type,
+        )
+        response["Content-Length"] = str(record.size)
+        response["X-Content-SHA256"] = record.sha256
+        return response
+
+
+class FileMarkdownView(APIView):
+    """The ingested Markdown of the file revision, with its converter and chunk ids."""
+
+    def get(self, request: Request, file_id: str) -> Response:
+        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        markdown = selectors.markdown_active(file=record)
+        if markdown is None:
+            raise ApiError(
+                f"the file is not ingested yet (status: {record.status})",
+                code="not_ready", status_code=409,
+            )
+        chunk_ids = list(markdown.chunks.order_by("position").values_list("id", flat=True))
+        return Response({
+            "file_id": str(record.pk),
+            "revision": record.revision,
+            "database_id": str(record.data_source.vector_database_id),
+            "converter": markdown.converter,
+            "converter_version": markdown.converter_version,
+            "markdown_sha256": markdown.sha256,
+            "page_count": markdown.page_count,
+            "front_matter": markdown.front_matter,
+            "markdown": markdown.markdown,
+            "chunk_ids": [str(pk) for pk in chunk_ids],
+        })
+
+
+class ChunkDetailView(APIView):
+    """A chunk's full provenance: file id, text and Markdown locations."""
+
+    @extend_schema(responses=ChunkOutput)
+    def get(self, request: Request, database_id: str, chunk_id: str) -> Response:
+        chunk = selectors.chunk_get(
+            organization=organization_of(request), database_id=database_id, chunk_id=chunk_id
+        )
+        return Response(ChunkOutput(chunk).data)

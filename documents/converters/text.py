@@ -1,0 +1,16 @@
+"""Plain text is ingested as is; it simply has no headings."""
+
+from __future__ import annotations
+
+from documents.converters.base import Conversion
+from documents.converters.markdown import decode_utf8
+
+
+class TextConverter:
+    name = "text-passthrough"
+    version = "1.0.0"
+
+    def convert(self, data: bytes) -> Conversion:
+        return Conversion(
+            markdown=decode_utf8(data), converter=self.name, converter_version=self.version
+        )

@@ -1,0 +1,280 @@
+"""The ingestion pipeline's stages: convert → chunk → embed → ready.
+
+Each stage claims its file with a conditional UPDATE (status + an expired or
+absent lease), so a stage runs at most once at a time per file however many
+workers or duplicate messages there are; each replaces its own output
+atomically, so re-running it never duplicates anything. A worker that dies
+leaves a lease that expires; :func:`ingestion_resume_stalled` re-queues it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from documents.chunking import chunk_markdown
+from documents.converters import Conversion, ConversionError
+from documents.converters.base import SourceSpan
+from documents.locating import Locator
+from documents.markdown_structure import MarkdownStructure
+from documents.models import (
+    IN_PROGRESS_STATUSES,
+    Chunk,
+    DocumentMarkdown,
+    File,
+    FileStatus,
+    Location,
+    SourceBoxes,
+)
+from documents.storage import original_open
+
+logger = logging.getLogger(__name__)
+
+
+def ingestion_queue(*, file_id: uuid.UUID) -> None:
+    """Queue the pipeline for a file once the current transaction commits."""
+    from documents.tasks import pipeline_for
+
+    transaction.on_commit(lambda: pipeline_for(str(file_id)).apply_async())
+
+
+def _lease() -> timezone.datetime:
+    return timezone.now() + timedelta(seconds=settings.PROVENANCE_INGEST_LEASE_SECONDS)
+
+
+def _claim(file_id: str, *, statuses: tuple[str, ...], working: str) -> bool:
+    """Take the file for one stage; False if another worker holds it or it moved on."""
+    now = timezone.now()
+    claimed = (
+        File.objects.filter(pk=file_id, status__in=statuses)
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .update(status=working, lease_expires_at=_lease(), updated_at=now)
+    )
+    return claimed == 1
+
+
+def _advance(file_id: str, *, to: str, **fields: object) -> None:
+    File.objects.filter(pk=file_id).update(
+        status=to, lease_expires_at=None, updated_at=timezone.now(), **fields
+    )
+
+
+def file_fail(*, file_id: str, reason: str) -> None:
+    """End ingestion with a reason a person can act on; the bytes stay stored."""
+    logger.warning("ingestion of %s failed: %s", file_id, reason)
+    _advance(file_id, to=FileStatus.FAILED, error_message=reason[:2000])
+
+
+# --- stage 1: convert -------------------------------------------------------------
+
+
+def file_convert(*, file_id: str) -> bool:
+    """Convert the original bytes to Markdown with a location map (in a sandbox)."""
+    if not _claim(file_id, statuses=(FileStatus.PENDING, FileStatus.CONVERTING),
+                  working=FileStatus.CONVERTING):
+        return False
+    record = File.objects.get(pk=file_id)
+    File.objects.filter(pk=file_id).update(attempts=record.attempts + 1, error_message="")
+    with original_open(record.storage_key) as handle:
+        data = handle.read()
+    try:
+        conversion = _convert(data, record.kind)
+    except ConversionError as exc:
+        file_fail(file_id=file_id, reason=exc.reason)
+        return False
+    _markdown_store(record, conversion)
+    return True
+
+
+def _convert(data: bytes, kind: str) -> Conversion:
+    from documents.converters import converter_for
+
+    if kind in {"markdown", "text"}:  # no parser to contain: convert in-process
+        return converter_for(kind).convert(data)
+    from documents.converters.sandbox import convert_isolated
+
+    return convert_isolated(
+        data, kind,
+        timeout_s=settings.PROVENANCE_CONVERT_TIMEOUT_SECONDS,
+        memory_mb=settings.PROVENANCE_CONVERT_MEMORY_MB,
+    )
+
+
+@transaction.atomic
+def _markdown_store(record: File, conversion: Conversion) -> None:
+    if not conversion.markdown[conversion.body_start :].strip():
+        file_fail(file_id=str(record.pk), reason="the document contains no text")
+        return
+    markdown, _ = DocumentMarkdown.objects.update_or_create(
+        file=record,
+        converter=conversion.converter,
+        converter_version=conversion.converter_version,
+        published_at__isnull=True,
+        defaults={
+            "markdown": conversion.markdown,
+            "sha256": hashlib.sha256(conversion.markdown.encode()).hexdigest(),
+            "line_pages": conversion.line_pages,
+            "front_matter": conversion.front_matter,
+            "body_start": conversion.body_start,
+            "page_count": conversion.page_count,
+            "metadata": conversion.metadata,
+        },
+    )
+    spans = [[s.char_start, s.char_end, s.page_number, s.x0, s.y0, s.x1, s.y1]
+             for s in conversion.spans]
+    SourceBoxes.objects.update_or_create(markdown=markdown, defaults={"spans": spans})
+    pages = conversion.page_count or 0
+    _advance(str(record.pk), to=FileStatus.CHUNKING, progress_done=pages, progress_total=pages)
+
+
+def _draft_markdown(file_id: str) -> DocumentMarkdown | None:
+    return (
+        DocumentMarkdown.objects.filter(file_id=file_id, published_at__isnull=True)
+        .order_by("-created_at")
+        .first()
+    )
+
+
+# --- stage 2: chunk ---------------------------------------------------------------
+
+
+def file_chunk(*, file_id: str) -> bool:
+    """Cut the Markdown into chunks with their Locations, replacing any earlier try."""
+    if not _claim(file_id, statuses=(FileStatus.CHUNKING,), working=FileStatus.CHUNKING):
+        return False
+    markdown = _draft_markdown(file_id)
+    if markdown is None:
+        file_fail(file_id=file_id, reason="converted Markdown is missing; retry the file")
+        return False
+    _chunks_replace(markdown)
+    return True
+
+
+@transaction.atomic
+def _chunks_replace(markdown: DocumentMarkdown) -> None:
+    record = markdown.file
+    Location.objects.filter(chunk__markdown=markdown).delete()
+    Chunk.objects.filter(markdown=markdown).delete()
+    structure = MarkdownStructure(markdown.markdown, body_start=markdown.body_start)
+    boxes = getattr(markdown, "boxes", None)
+    spans = [SourceSpan(*row) for row in (boxes.spans if boxes else [])]
+    locator = Locator(structure, line_pages=markdown.line_pages, spans=spans)
+    chunk_spans = chunk_markdown(
+        structure,
+        target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
+        overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
+    )
+    database_id = record.data_source.vector_database_id
+    chunks, locations = [], []
+    for position, span in enumerate(chunk_spans):
+        text = markdown.markdown[span.char_start : span.char_end]
+        drafts = locator.locate(span.char_start, span.char_end)
+        pages = [d.page_number for d in drafts if d.page_number is not None]
+        chunk = Chunk(
+            file=record, markdown=markdown, vector_database_id=database_id, position=position,
+            chunk_text=text, token_count=span.token_count,
+            content_hash=hashlib.sha256(text.encode()).hexdigest(),
+            hierarchy=drafts[0].hierarchy, section=" > ".join(drafts[0].hierarchy),
+            char_start=span.char_start, char_end=span.char_end,
+            line_number_start=drafts[0].line_number_start,
+            line_number_end=drafts[-1].line_number_end,
+            page_start=min(pages) if pages else None, page_end=max(pages) if pages else None,
+        )
+        chunks.append(chunk)
+        locations += [Location(chunk=chunk, ordinal=i, **vars(d)) for i, d in enumerate(drafts)]
+    Chunk.objects.bulk_create(chunks, batch_size=500)
+    Location.objects.bulk_create(locations, batch_size=1000)
+    _advance(str(record.pk), to=FileStatus.EMBEDDING, progress_done=0, progress_total=len(chunks))
+
+
+# --- stage 3: embed ---------------------------------------------------------------
+
+
+def file_embed(*, file_id: str) -> bool:
+    """Embed the chunks still without a vector, batch by batch, then publish."""
+    if not _claim(file_id, statuses=(FileStatus.EMBEDDING,), working=FileStatus.EMBEDDING):
+        return False
+    markdown = _draft_markdown(file_id)
+    if markdown is None:
+        file_fail(file_id=file_id, reason="chunks are missing; retry the file")
+        return False
+    from retrieval.embedders import default_embedder
+
+    embedder = default_embedder()
+    batch_size = settings.PROVENANCE_EMBED_BATCH_SIZE
+    while batch := list(
+        Chunk.objects.filter(markdown=markdown, embedding__isnull=True)
+        .order_by("position")
+        .only("id", "chunk_text")[:batch_size]
+    ):
+        vectors = embedder.embed_documents([c.chunk_text for c in batch])
+        _batch_store(file_id, markdown, batch, vectors)
+    _publish(file_id, markdown)
+    return True
+
+
+@transaction.atomic
+def _batch_store(file_id: str, markdown: DocumentMarkdown, batch: list[Chunk],
+                 vectors: list[list[float]]) -> None:
+    for chunk, vector in zip(batch, vectors, strict=True):
+        chunk.embedding = vector
+    Chunk.objects.bulk_update(batch, ["embedding"])
+    done = Chunk.objects.filter(markdown=markdown, embedding__isnull=False).count()
+    File.objects.filter(pk=file_id).update(
+        progress_done=done, lease_expires_at=_lease(), updated_at=timezone.now()
+    )
+
+
+@transaction.atomic
+def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
+    """Make the new Markdown the active one and supersede older revisions."""
+    from retrieval.services import index_hash_refresh
+
+    now = timezone.now()
+    record = File.objects.select_for_update().get(pk=file_id)
+    DocumentMarkdown.objects.filter(file=record, is_active=True).update(is_active=False)
+    DocumentMarkdown.objects.filter(pk=markdown.pk).update(is_active=True, published_at=now)
+    File.objects.filter(
+        data_source_id=record.data_source_id, name=record.name, revision__lt=record.revision,
+        superseded_at__isnull=True,
+    ).update(superseded_at=now)
+    _advance(file_id, to=FileStatus.READY, ready_at=now)
+    index_hash_refresh(database_id=record.data_source.vector_database_id)
+
+
+# --- recovery and retries -------------------------------------------------------
+
+
+def ingestion_resume_stalled() -> list[str]:
+    """Re-queue files whose worker died (lease expired) or whose message was lost."""
+    now = timezone.now()
+    quiet = now - timedelta(seconds=settings.PROVENANCE_INGEST_LEASE_SECONDS)
+    stalled = File.objects.filter(status__in=IN_PROGRESS_STATUSES).filter(
+        Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, updated_at__lt=quiet)
+    )
+    from documents.tasks import pipeline_for
+
+    file_ids = [str(pk) for pk in stalled.values_list("pk", flat=True)]
+    for file_id in file_ids:
+        File.objects.filter(pk=file_id).update(updated_at=now)
+        logger.info("resuming stalled ingestion of %s", file_id)
+        pipeline_for(file_id).apply_async()
+    return file_ids
+
+
+@transaction.atomic
+def file_retry(*, file: File) -> None:
+    """Run a failed file's ingestion again from the start."""
+    updated = File.objects.filter(pk=file.pk, status=FileStatus.FAILED).update(
+        status=FileStatus.PENDING, error_message="", lease_expires_at=None,
+        progress_done=0, progress_total=0, updated_at=timezone.now(),
+    )
+    if updated:
+        ingestion_queue(file_id=file.pk)

@@ -1,0 +1,90 @@
+"""Locations of a chunk: Markdown lines and offsets, heading path, page, boxes.
+
+A chunk is cut into one Location per page it touches (pages come from the
+converter's per-line map), so the Locations' character ranges partition the
+chunk's range exactly and each names a single page.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from documents.converters.base import SourceSpan
+from documents.markdown_structure import MarkdownStructure
+
+
+@dataclass(frozen=True)
+class LocationDraft:
+    line_number_start: int
+    line_number_end: int
+    char_start: int
+    char_end: int
+    hierarchy: list[str]
+    page_number: int | None
+    boxes: list[list[float]] = field(default_factory=list)
+
+
+class Locator:
+    """Computes locations for chunk spans of one converted file."""
+
+    def __init__(
+        self,
+        structure: MarkdownStructure,
+        *,
+        line_pages: Sequence[int | None],
+        spans: Sequence[SourceSpan] = (),
+    ) -> None:
+        self.structure = structure
+        self.line_pages = list(line_pages)
+        self.spans = sorted(spans, key=lambda s: s.char_start)
+        self._span_starts = [s.char_start for s in self.spans]
+
+    def page_of_line(self, line: int) -> int | None:
+        return self.line_pages[line - 1] if 0 < line <= len(self.line_pages) else None
+
+    def locate(self, char_start: int, char_end: int) -> list[LocationDraft]:
+        return [self._draft(a, b) for a, b in self._page_ranges(char_start, char_end)]
+
+    def _page_ranges(self, char_start: int, char_end: int) -> list[tuple[int, int]]:
+        """Split ``[char_start, char_end)`` where the page of the lines changes."""
+        first_line = self.structure.line_of(char_start)
+        last_line = self.structure.line_of(max(char_end - 1, char_start))
+        ranges, start = [], char_start
+        for line in range(first_line + 1, last_line + 1):
+            if self.page_of_line(line) != self.page_of_line(line - 1):
+                cut = self.structure.line_starts[line - 1]
+                if cut > start:
+                    ranges.append((start, cut))
+                start = cut
+        ranges.append((start, char_end))
+        return ranges
+
+    def _draft(self, start: int, end: int) -> LocationDraft:
+        first_line = self.structure.line_of(start)
+        page = self.page_of_line(first_line)
+        return LocationDraft(
+            line_number_start=first_line,
+            line_number_end=self.structure.line_of(max(end - 1, start)),
+            char_start=start,
+            char_end=end,
+            hierarchy=self.structure.hierarchy_at(start),
+            page_number=page,
+            boxes=self._boxes(start, end, page),
+        )
+
+    def _boxes(self, start: int, end: int, page: int | None) -> list[list[float]]:
+        if page is None or not self.spans:
+            return []
+        boxes: list[list[float]] = []
+        # spans are short (one PDF line); look back a bounded distance for overlaps
+        index = max(bisect.bisect_left(self._span_starts, start) - 64, 0)
+        for span in self.spans[index:]:
+            if span.char_start >= end:
+                break
+            if span.char_end > start and span.page_number == page:
+                box = [round(span.x0, 2), round(span.y0, 2), round(span.x1, 2), round(span.y1, 2)]
+                if box not in boxes:
+                    boxes.append(box)
+        return boxes

@@ -1,0 +1,29 @@
+"""Print a new API key for an organization (shown once; only its hash is kept)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from documents.api_keys import api_key_create
+from documents.models import Organization
+
+
+class Command(BaseCommand):
+    help = "Create an API key for an organization and print it (it is never shown again)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--organization", required=True, help="organization name")
+        parser.add_argument("--name", default="", help="a label for the key")
+        parser.add_argument("--create-organization", action="store_true",
+                            help="create the organization if it does not exist")
+
+    def handle(self, *args: object, **options: object) -> None:
+        name = str(options["organization"])
+        if options["create_organization"]:
+            organization, _ = Organization.objects.get_or_create(name=name)
+        else:
+            organization = Organization.objects.filter(name=name).first()
+            if organization is None:
+                raise CommandError(f"unknown organization {name!r} (use --create-organization)")
+        _, secret = api_key_create(organization=organization, name=str(options["name"]))
+        self.stdout.write(secret)

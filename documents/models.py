@@ -1,0 +1,278 @@
+"""Organizations, data sources, uploaded files (one row per revision), their
+converted Markdown, chunks and the locations that tie chunks to the file."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+EMBEDDING_DIMENSIONS = 384
+
+
+class Organization(models.Model):
+    """A tenant: nothing of one organization is ever visible to another."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class OrganizationMember(models.Model):
+    """A user's membership of an organization (web pages and the admin scope by it)."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "user"], name="member_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.organization}"
+
+
+class ApiKey(models.Model):
+    """A REST credential of one organization.
+
+    Only the SHA-256 of the secret is stored; the key is shown once, when it is
+    made. ``prefix`` (public) finds the row, the hash proves the secret.
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200, blank=True, default="")
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.organization})"
+
+
+class DataSource(models.Model):
+    """A named collection of files ("Human Resources") indexed in one vector database."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="data_sources"
+    )
+    name = models.CharField(max_length=200)
+    vector_database = models.ForeignKey(
+        "retrieval.VectorDatabase", on_delete=models.PROTECT, related_name="data_sources"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="datasource_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FileStatus(models.TextChoices):
+    """Ingestion state of one file revision.
+
+    pending → converting → chunking → embedding → ready; any stage → failed
+    (with ``error_message``). A failed file can be retried (→ pending).
+    """
+
+    PENDING = "pending"
+    CONVERTING = "converting"
+    CHUNKING = "chunking"
+    EMBEDDING = "embedding"
+    READY = "ready"
+    FAILED = "failed"
+
+
+IN_PROGRESS_STATUSES = (
+    FileStatus.PENDING,
+    FileStatus.CONVERTING,
+    FileStatus.CHUNKING,
+    FileStatus.EMBEDDING,
+)
+
+
+class File(models.Model):
+    """One revision of an uploaded file; its original bytes are immutable in storage.
+
+    Re-uploading the same name into the same data source adds a revision and
+    marks the older one superseded once the new one is ready; old revisions
+    stay readable for audit.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="files")
+    data_source = models.ForeignKey(DataSource, on_delete=models.PROTECT, related_name="files")
+    name = models.CharField(max_length=255)
+    kind = models.CharField(max_length=20)
+    content_type = models.CharField(max_length=120)
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64, db_index=True)
+    storage_key = models.CharField(max_length=500, unique=True)
+    revision = models.PositiveIntegerField(default=1)
+    superseded_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(
+        max_length=20, choices=FileStatus.choices, default=FileStatus.PENDING, db_index=True
+    )
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    error_message = models.TextField(blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    uploaded_with_key = models.ForeignKey(
+        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["data_source", "name", "revision"], name="file_unique_revision"
+            )
+        ]
+        indexes = [models.Index(fields=["data_source", "name"], name="file_by_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} (rev {self.revision})"
+
+    @property
+    def is_current(self) -> bool:
+        """A revision is current until a newer revision of its name is ready."""
+        return self.superseded_at is None
+
+
+class DocumentMarkdown(models.Model):
+    """The Markdown one converter produced for one file revision.
+
+    Re-running conversion (a new converter version) adds a row; the old row
+    and its chunks stay for the answers that cited them. ``published_at`` is
+    set when its chunks are fully embedded and it becomes the active one.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    file = models.ForeignKey(File, on_delete=models.PROTECT, related_name="markdowns")
+    converter = models.CharField(max_length=100)
+    converter_version = models.CharField(max_length=40)
+    markdown = models.TextField()
+    sha256 = models.CharField(max_length=64)
+    line_pages = models.JSONField(default=list, blank=True)
+    front_matter = models.TextField(blank=True, default="")
+    body_start = models.PositiveIntegerField(default=0)
+    page_count = models.PositiveIntegerField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    is_active = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["file", "converter", "converter_version"], name="markdown_per_converter"
+            ),
+            models.UniqueConstraint(
+                fields=["file"], condition=models.Q(is_active=True), name="one_active_markdown"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file} via {self.converter} {self.converter_version}"
+
+
+class SourceBoxes(models.Model):
+    """PDF text boxes behind Markdown spans, kept so locations can be recomputed."""
+
+    markdown = models.OneToOneField(DocumentMarkdown, on_delete=models.CASCADE, related_name="boxes")
+    spans = models.JSONField(default=list)
+
+
+class Chunk(models.Model):
+    """A slice ``markdown[char_start:char_end]`` of one file revision's Markdown."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    file = models.ForeignKey(File, on_delete=models.PROTECT, related_name="chunks")
+    markdown = models.ForeignKey(DocumentMarkdown, on_delete=models.PROTECT, related_name="chunks")
+    vector_database = models.ForeignKey(
+        "retrieval.VectorDatabase", on_delete=models.PROTECT, related_name="chunks"
+    )
+    position = models.PositiveIntegerField()
+    chunk_text = models.TextField()
+    token_count = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    section = models.TextField(blank=True, default="")
+    hierarchy = models.JSONField(default=list)
+    char_start = models.PositiveIntegerField()
+    char_end = models.PositiveIntegerField()
+    line_number_start = models.PositiveIntegerField()
+    line_number_end = models.PositiveIntegerField()
+    page_start = models.PositiveIntegerField(null=True, blank=True)
+    page_end = models.PositiveIntegerField(null=True, blank=True)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("chunk_text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["markdown", "position"], name="chunk_unique_position")
+        ]
+        indexes = [
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(fields=["search_vector"], name="chunk_search_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"chunk {self.position} of {self.file}"
+
+
+class Location(models.Model):
+    """Where (part of) a chunk sits: Markdown lines and offsets, headings, page, boxes.
+
+    A chunk spanning a page break has one Location per page; their character
+    ranges partition the chunk's range.
+    """
+
+    chunk = models.ForeignKey(Chunk, on_delete=models.PROTECT, related_name="locations")
+    ordinal = models.PositiveSmallIntegerField()
+    line_number_start = models.PositiveIntegerField()
+    line_number_end = models.PositiveIntegerField()
+    char_start = models.PositiveIntegerField()
+    char_end = models.PositiveIntegerField()
+    hierarchy = models.JSONField(default=list)
+    page_number = models.PositiveIntegerField(null=True, blank=True)
+    boxes = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["chunk", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["chunk", "ordinal"], name="location_unique_ordinal")
+        ]
+
+    def __str__(self) -> str:
+        return f"lines {self.line_number_start}-{self.line_number_end} p.{self.page_number}"

@@ -1,0 +1,107 @@
+"""What a file is, decided from its bytes; the name's extension only refines
+text (Markdown vs plain text) and must not contradict the content."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import PurePath
+
+CONTENT_TYPES = {
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "markdown": "text/markdown; charset=utf-8",
+    "text": "text/plain; charset=utf-8",
+    "json": "application/json",
+    "html": "text/html; charset=utf-8",
+}
+_EXTENSIONS = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".json": "json",
+    ".html": "html",
+    ".htm": "html",
+}
+_TEXT_KINDS = {"markdown", "text", "json", "html"}
+
+
+class UnsupportedFile(Exception):
+    """The bytes are not a kind we ingest, or contradict the file's name."""
+
+
+@dataclass(frozen=True)
+class Sniffed:
+    kind: str
+    content_type: str
+
+
+def _zip_kind(head: bytes, path: str | None) -> str:
+    try:
+        archive = zipfile.ZipFile(path) if path else zipfile.ZipFile(io.BytesIO(head))
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise UnsupportedFile("the file is a damaged ZIP archive") from exc
+    with archive:
+        names = set(archive.namelist()[:10_000])
+    if "mimetype" in names and any(n.startswith("META-INF/") for n in names):
+        raise UnsupportedFile("EPUB/OpenDocument files are not supported")
+    if "word/document.xml" in names:
+        return "docx"
+    if "ppt/presentation.xml" in names:
+        return "pptx"
+    if "xl/workbook.xml" in names:
+        raise UnsupportedFile("spreadsheets (XLSX) are not supported")
+    raise UnsupportedFile("ZIP archives are not supported")
+
+
+def _decode_head(head: bytes) -> str:
+    """UTF-8 text of ``head``, tolerating a character cut at its end."""
+    try:
+        return head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3:
+            return head[: exc.start].decode("utf-8")
+        raise UnsupportedFile("the file is neither UTF-8 text nor a supported document") from exc
+
+
+def _text_kind(head: bytes, extension_kind: str | None) -> str:
+    text = _decode_head(head)
+    if "\x00" in text:
+        raise UnsupportedFile("the file is binary data of an unsupported type")
+    stripped = text.lstrip("\ufeff \t\r\n").lower()
+    if stripped.startswith(("<!doctype html", "<html")):
+        return "html"
+    if extension_kind in _TEXT_KINDS:
+        return extension_kind
+    if stripped.startswith(("{", "[")):
+        try:
+            json.loads(text)
+            return "json"
+        except ValueError:
+            pass
+    return "markdown" if stripped.startswith("#") else "text"
+
+
+def sniff(*, head: bytes, name: str, path: str | None = None) -> Sniffed:
+    """Kind of a file from its first bytes (``head``) and, for ZIPs, ``path``."""
+    extension_kind = _EXTENSIONS.get(PurePath(name).suffix.lower())
+    if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
+        kind = "pdf"
+    elif head.startswith(b"PK\x03\x04"):
+        kind = _zip_kind(head, path)
+    else:
+        kind = _text_kind(head, extension_kind)
+    if extension_kind and extension_kind != kind and not (
+        extension_kind in _TEXT_KINDS and kind in _TEXT_KINDS
+    ):
+        raise UnsupportedFile(
+            f"the content is {kind.upper()} but the name says {extension_kind.upper()}"
+        )
+    return Sniffed(kind=kind, content_type=CONTENT_TYPES[kind])

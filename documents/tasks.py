@@ -1,0 +1,59 @@
+"""Celery tasks: thin wrappers that take ids and call one ingestion stage."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import chain, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import InterfaceError, OperationalError
+
+from documents import ingestion
+
+logger = logging.getLogger(__name__)
+TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
+_OPTIONS = {
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": True,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 5,
+    "acks_late": True,
+}
+
+
+def _run_stage(stage, file_id: str) -> None:  # noqa: ANN001
+    try:
+        stage(file_id=file_id)
+    except TRANSIENT:
+        raise
+    except SoftTimeLimitExceeded:
+        ingestion.file_fail(file_id=file_id, reason="processing took too long and was stopped")
+    except Exception as exc:
+        logger.exception("stage %s crashed on %s", stage.__name__, file_id)
+        ingestion.file_fail(file_id=file_id, reason=f"internal error: {type(exc).__name__}: {exc}")
+
+
+@shared_task(**_OPTIONS)
+def convert_file(file_id: str) -> None:
+    _run_stage(ingestion.file_convert, file_id)
+
+
+@shared_task(**_OPTIONS)
+def chunk_file(file_id: str) -> None:
+    _run_stage(ingestion.file_chunk, file_id)
+
+
+@shared_task(**_OPTIONS)
+def embed_file(file_id: str) -> None:
+    _run_stage(ingestion.file_embed, file_id)
+
+
+@shared_task(acks_late=True)
+def resume_stalled_ingestions() -> list[str]:
+    return ingestion.ingestion_resume_stalled()
+
+
+def pipeline_for(file_id: str) -> chain:
+    """convert → chunk → embed; each stage is a no-op if its work is done."""
+    return chain(convert_file.si(file_id), chunk_file.si(file_id), embed_file.si(file_id))

@@ -1,0 +1,149 @@
+"""Accepting an upload: validate, hash, sniff, store, record, queue.
+
+Every rejection happens before anything is written; a failure after the
+bytes are stored removes them again, so nothing is left half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import unicodedata
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import IO
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+
+from documents import ingestion
+from documents.models import ApiKey, DataSource, File, Organization
+from documents.sniffing import UnsupportedFile, sniff
+from documents.storage import original_delete, original_save
+
+_CHUNK = 1024 * 1024
+_SNIFF_BYTES = 8192
+
+
+class UploadRejected(Exception):
+    """A client error: ``code`` is stable, ``message`` is for people."""
+
+    def __init__(self, message: str, *, code: str, status: int = 400, param: str = "file"):
+        super().__init__(message)
+        self.message, self.code, self.status, self.param = message, code, status, param
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    file: File
+    duplicate: bool
+
+
+def filename_sanitize(raw: str) -> str:
+    """A safe display name; path parts, control characters and NULs are refused."""
+    if not raw or not raw.strip():
+        raise UploadRejected("the file has no name", code="invalid_filename")
+    if "\x00" in raw or any(unicodedata.category(ch) == "Cc" for ch in raw):
+        raise UploadRejected("the file name contains control characters", code="invalid_filename")
+    if "/" in raw or "\\" in raw or raw.strip() in {".", ".."}:
+        raise UploadRejected("the file name must not contain a path", code="invalid_filename")
+    name = unicodedata.normalize("NFC", raw.strip())
+    if len(name) > 255:
+        raise UploadRejected("the file name is longer than 255 characters", code="invalid_filename")
+    return name
+
+
+def data_source_for(*, organization: Organization, name: str) -> DataSource:
+    source = DataSource.objects.filter(organization=organization, name=name).first()
+    if source is None:
+        raise UploadRejected(
+            f"unknown data source {name!r}", code="unknown_data_source", param="data_source"
+        )
+    return source
+
+
+def _spool(stream: IO[bytes], limit: int) -> tuple[IO[bytes], str, int, bytes]:
+    """Copy to a temp file, hashing; refuse past ``limit`` without reading it all."""
+    spooled = tempfile.NamedTemporaryFile(prefix="upload-", suffix=".bin")  # noqa: SIM115
+    digest, size, head = hashlib.sha256(), 0, b""
+    while block := stream.read(_CHUNK):
+        size += len(block)
+        if size > limit:
+            spooled.close()
+            raise UploadRejected(
+                f"the file is larger than the limit of {limit} bytes", code="file_too_large",
+                status=413,
+            )
+        if len(head) < _SNIFF_BYTES:
+            head += block[: _SNIFF_BYTES - len(head)]
+        digest.update(block)
+        spooled.write(block)
+    spooled.flush()
+    spooled.seek(0)
+    if size == 0:
+        spooled.close()
+        raise UploadRejected("the file is empty", code="empty_file")
+    return spooled, digest.hexdigest(), size, head
+
+
+def file_upload(
+    *,
+    data_source: DataSource,
+    name: str,
+    stream: IO[bytes],
+    uploaded_by=None,  # noqa: ANN001
+    api_key: ApiKey | None = None,
+) -> UploadResult:
+    """Store a new file (or a new revision of a file of the same name) and queue it."""
+    name = filename_sanitize(name)
+    spooled, sha256, size, head = _spool(stream, settings.PROVENANCE_MAX_UPLOAD_BYTES)
+    with spooled:
+        try:
+            sniffed = sniff(head=head, name=name, path=spooled.name)
+        except UnsupportedFile as exc:
+            raise UploadRejected(str(exc), code="unsupported_file_type", status=415) from exc
+        current = _current_revision(data_source, name)
+        if current is not None and current.sha256 == sha256:
+            return UploadResult(file=current, duplicate=True)
+        key = original_save(
+            stream=spooled, organization_id=data_source.organization_id,
+            extension=PurePath(name).suffix.lower()[:10],
+        )
+    try:
+        record = _record(data_source, name, sniffed.kind, sniffed.content_type, size, sha256, key,
+                         uploaded_by, api_key)
+    except Exception:
+        original_delete(key)
+        raise
+    return UploadResult(file=record, duplicate=False)
+
+
+def _current_revision(data_source: DataSource, name: str) -> File | None:
+    return (
+        File.objects.filter(data_source=data_source, name=name)
+        .exclude(status="failed")
+        .order_by("-revision")
+        .first()
+    )
+
+
+@transaction.atomic
+def _record(data_source, name, kind, content_type, size, sha256, key, user, api_key) -> File:  # noqa: ANN001
+    DataSource.objects.select_for_update().get(pk=data_source.pk)  # serialises revision numbers
+    latest = File.objects.filter(data_source=data_source, name=name).aggregate(Max("revision"))
+    record = File.objects.create(
+        organization_id=data_source.organization_id,
+        data_source=data_source,
+        name=name,
+        kind=kind,
+        content_type=content_type,
+        size=size,
+        sha256=sha256,
+        storage_key=key,
+        revision=(latest["revision__max"] or 0) + 1,
+        uploaded_by=user if user is not None and user.is_authenticated else None,
+        uploaded_with_key=api_key,
+    )
+    ingestion.ingestion_queue(file_id=record.pk)
+    return record

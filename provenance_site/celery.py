@@ -1,0 +1,44 @@
+"""The Celery application: configuration comes from Django settings (``CELERY_*``)."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from celery.signals import worker_process_init, worker_ready
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance_site.settings.local")
+
+app = Celery("provenance")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _ensure_broker_folders(sender: Celery, **_: object) -> None:
+    """The filesystem broker needs its folders before the first message."""
+    from pathlib import Path
+
+    options = sender.conf.broker_transport_options or {}
+    for key in ("data_folder_in", "data_folder_out", "control_folder"):
+        if options.get(key):
+            Path(options[key]).mkdir(parents=True, exist_ok=True)
+
+
+@worker_ready.connect
+def _resume_after_start(sender: object, **_: object) -> None:
+    """A worker that starts picks up ingestions a crashed worker left behind."""
+    from documents.tasks import resume_stalled_ingestions
+
+    resume_stalled_ingestions.delay()
+
+
+@worker_process_init.connect
+def _warm_embedder(**_: object) -> None:
+    """Load the embedding model when a worker process starts, not on the first file."""
+    from django.conf import settings
+
+    if settings.PROVENANCE_WARM_EMBEDDER:
+        from retrieval.embedders import default_embedder
+
+        default_embedder()

@@ -1,0 +1,1 @@
+"""Settings package: ``base`` holds everything, the others adjust it."""

@@ -1,0 +1,12 @@
+"""Top-level routes: admin, the REST API, its OpenAPI schema, and the web pages."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("v1/flow/", include("documents.api.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
+]

@@ -1,0 +1,10 @@
+from django.contrib import admin
+
+from retrieval.models import VectorDatabase
+
+
+@admin.register(VectorDatabase)
+class VectorDatabaseAdmin(admin.ModelAdmin):
+    list_display = ["name", "organization", "embed_model", "analyzer", "index_hash", "updated_at"]
+    list_select_related = ["organization"]
+    readonly_fields = ["index_hash", "embed_model", "embed_dimensions", "pooling", "analyzer"]

@@ -1,0 +1,43 @@
+"""Shared fixtures: real PostgreSQL + pgvector (pytest-django's test database on
+the embedded server or DATABASE_URL) and a real Celery worker process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.worker import WorkerProcess, reset_broker_folder
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    assert CORPUS.is_dir(), f"the shared corpus is missing at {CORPUS}"
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker) -> Iterator[WorkerProcess]:  # noqa: ANN001
+    """One worker for the session; tests using it need ``transaction=True``."""
+    reset_broker_folder()
+    worker = WorkerProcess("session")
+    worker.start()
+    yield worker
+    worker.stop()
+
+
+def wait_for_status(file_id, statuses=("ready", "failed"), timeout: float = 120):  # noqa: ANN001, ANN201
+    """Poll a file until its status is one of ``statuses``; returns the row."""
+    from documents.models import File
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        record = File.objects.get(pk=file_id)
+        if record.status in statuses:
+            return record
+        time.sleep(0.2)
+    raise AssertionError(f"file {file_id} still {record.status} after {timeout}s")

@@ -1,0 +1,190 @@
+"""POST /v1/flow/files, GET /v1/flow/files/{id}, GET …/content: happy path and bad input."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from documents.models import File
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def _client(key: str | None) -> APIClient:
+    client = APIClient()
+    if key:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+def _stored_files() -> set[Path]:
+    root = Path(settings.MEDIA_ROOT)
+    return {p for p in root.rglob("*") if p.is_file()} if root.exists() else set()
+
+
+@pytest.fixture
+def tenant():  # noqa: ANN201
+    org = factories.organization("Acme")
+    factories.data_source(org, "Human Resources")
+    return org, factories.api_key(org)
+
+
+def _post(client: APIClient, name: str, data: bytes, source: str = "Human Resources"):  # noqa: ANN202
+    """A hand-built multipart body: Django's test client would strip path parts itself."""
+    boundary = "----provenance-test-boundary"
+    escaped = name.replace('"', "%22")
+    body = (
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"data_source\"\r\n\r\n{source}\r\n"
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{escaped}\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode("utf-8", "surrogateescape") + data + f"\r\n--{boundary}--\r\n".encode()
+    return client.generic("POST", "/v1/flow/files", body,
+                          content_type=f"multipart/form-data; boundary={boundary}")
+
+
+def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(tenant, corpus):
+    _, key = tenant
+    data = (corpus / "docling/md/duck.md").read_bytes()
+    response = _post(_client(key), "duck.md", data)
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["sha256"] == hashlib.sha256(data).hexdigest()
+    assert body["status"] == "pending" and body["revision"] == 1 and body["kind"] == "markdown"
+    assert response["Location"] == body["status_url"] == f"/v1/flow/files/{body['file_id']}"
+
+    detail = _client(key).get(body["status_url"]).json()
+    assert detail["file_id"] == body["file_id"] and detail["size"] == len(data)
+    assert detail["progress"] == {"done": 0, "total": 0}
+
+    content = _client(key).get(f"/v1/flow/files/{body['file_id']}/content")
+    assert content.status_code == 200
+    downloaded = b"".join(content.streaming_content)
+    assert hashlib.sha256(downloaded).hexdigest() == body["sha256"]
+    assert content["Content-Type"].startswith("text/markdown")
+    assert 'attachment; filename="duck.md"' in content["Content-Disposition"]
+
+
+def test_it_stores_originals_under_server_generated_names(tenant, corpus):
+    _, key = tenant
+    body = _post(_client(key), "report.pdf", (corpus / "py-pdf-sample-files/001-trivial/minimal-document.pdf").read_bytes()).json()
+    record = File.objects.get(pk=body["file_id"])
+    assert "report" not in record.storage_key and record.storage_key.endswith(".pdf")
+    assert record.kind == "pdf" and record.content_type == "application/pdf"
+
+
+def test_same_name_makes_a_new_revision_and_identical_bytes_are_detected(tenant):
+    _, key = tenant
+    first = _post(_client(key), "policy.md", b"# Policy\n\nv1\n").json()
+    again = _post(_client(key), "policy.md", b"# Policy\n\nv1\n")
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+    assert again.json()["file_id"] == first["file_id"]
+    second = _post(_client(key), "policy.md", b"# Policy\n\nv2\n").json()
+    assert second["revision"] == 2 and second["file_id"] != first["file_id"]
+    assert File.objects.filter(name="policy.md").count() == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "status", "code"),
+    [
+        ("empty.md", b"", 400, "empty_file"),
+        ("random.bin", None, 415, "unsupported_file_type"),
+        ("archive.pdf", b"PK\x03\x04", 415, "unsupported_file_type"),
+        ("../../etc/passwd.md", b"# hi\n", 400, "invalid_filename"),
+        ("evil\x00.md", b"# hi\n", 400, "invalid_filename"),
+        ("..\\windows.md", b"# hi\n", 400, "invalid_filename"),
+    ],
+)
+def test_bad_uploads_get_a_clear_error_and_leave_nothing(tenant, corpus, name, data, status, code):
+    _, key = tenant
+    if data is None:
+        data = (corpus / "hostile/markitdown/random.bin").read_bytes()
+    before = _stored_files()
+    response = _post(_client(key), name, data)
+    assert response.status_code == status, response.content
+    error = response.json()["error"]
+    assert error["code"] == code and error["message"]
+    assert File.objects.count() == 0
+    assert _stored_files() == before
+
+
+def test_a_zip_renamed_pdf_is_refused_by_content(tenant, tmp_path):
+    import zipfile
+
+    _, key = tenant
+    path = tmp_path / "book.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        archive.writestr("META-INF/container.xml", "<container/>")
+    response = _post(_client(key), "book.pdf", path.read_bytes())
+    assert response.status_code == 415
+    assert "EPUB" in response.json()["error"]["message"]
+
+
+def test_oversized_upload_is_refused(tenant):
+    _, key = tenant
+    with override_settings(PROVENANCE_MAX_UPLOAD_BYTES=1000):
+        response = _post(_client(key), "big.md", b"# x\n" + b"a" * 2000)
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "file_too_large"
+    assert File.objects.count() == 0
+
+
+def test_unknown_data_source_is_a_400_naming_the_parameter(tenant):
+    _, key = tenant
+    response = _post(_client(key), "a.md", b"# a\n", source="Nope")
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "message": "unknown data source 'Nope'", "type": "invalid_request_error",
+        "param": "data_source", "code": "unknown_data_source",
+    }
+
+
+def test_missing_file_field_is_a_400(tenant):
+    _, key = tenant
+    response = _client(key).post("/v1/flow/files", {"data_source": "Human Resources"},
+                                 format="multipart")
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "file"
+
+
+def test_wrong_or_missing_key_is_401(tenant):
+    assert _post(_client(None), "a.md", b"# a\n").status_code == 401
+    assert _post(_client("pvk_nothere_secret"), "a.md", b"# a\n").status_code == 401
+    response = APIClient().get("/v1/flow/files/x", HTTP_AUTHORIZATION="Basic abc")
+    assert response.status_code == 401
+    assert response.json()["error"]["type"] == "authentication_error"
+
+
+def test_organization_header_must_match_the_key(tenant):
+    org, key = tenant
+    client = _client(key)
+    assert client.get("/v1/flow/files/00000000-0000-0000-0000-000000000000",
+                      HTTP_X_WIKIT_ORGANIZATION_ID=str(org.pk)).status_code == 404
+    assert client.get("/v1/flow/files/00000000-0000-0000-0000-000000000000",
+                      HTTP_X_WIKIT_ORGANIZATION_ID="someone-else").status_code == 401
+
+
+def test_another_tenant_cannot_see_or_download_a_file(tenant):
+    _, key = tenant
+    body = _post(_client(key), "secret.md", b"# Secret\n\nsalary table\n").json()
+    other = factories.organization("Globex")
+    other_key = factories.api_key(other)
+    for suffix in ("", "/content", "/markdown"):
+        response = _client(other_key).get(f"/v1/flow/files/{body['file_id']}{suffix}")
+        assert response.status_code == 404, suffix
+    assert _client(other_key).get("/v1/flow/files/not-a-uuid").status_code == 404
+
+
+def test_api_keys_are_stored_hashed(tenant):
+    from documents.models import ApiKey
+
+    _, key = tenant
+    row = ApiKey.objects.get()
+    assert key not in (row.key_hash, row.prefix)
+    assert row.key_hash == hashlib.sha256(key.encode()).hexdigest()

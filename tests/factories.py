@@ -1,0 +1,30 @@
+"""Test data builders: real rows through the real services."""
+
+from __future__ import annotations
+
+import io
+
+from documents.api_keys import api_key_create
+from documents.models import DataSource, Organization
+from documents.uploads import UploadResult, file_upload
+from retrieval.services import vector_database_default
+
+
+def organization(name: str = "Acme") -> Organization:
+    return Organization.objects.get_or_create(name=name)[0]
+
+
+def data_source(org: Organization | None = None, name: str = "Human Resources") -> DataSource:
+    org = org or organization()
+    return DataSource.objects.get_or_create(
+        organization=org, name=name,
+        defaults={"vector_database": vector_database_default(organization=org)},
+    )[0]
+
+
+def api_key(org: Organization | None = None) -> str:
+    return api_key_create(organization=org or organization())[1]
+
+
+def upload(source: DataSource, name: str, data: bytes) -> UploadResult:
+    return file_upload(data_source=source, name=name, stream=io.BytesIO(data))

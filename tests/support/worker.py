@@ -1,0 +1,73 @@
+"""A real Celery worker process for the tests, started and stopped on demand."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+class WorkerProcess:
+    """``celery worker -B`` on the test database; ``kill()`` is a real SIGKILL."""
+
+    def __init__(self, name: str, extra_env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.extra_env = extra_env or {}
+        self.process: subprocess.Popen | None = None
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log_path = ARTIFACTS / f"worker-{name}.log"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            DJANGO_SETTINGS_MODULE="provenance_site.settings.test",
+            PROVENANCE_TEST_WORKER="1",
+            PYTHONPATH=str(ROOT),
+            HF_HUB_OFFLINE="1",
+        )
+        env.update(self.extra_env)
+        return env
+
+    def start(self, timeout: float = 60) -> None:
+        schedule = ARTIFACTS / f"beat-{self.name}"
+        log = self.log_path.open("a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "provenance_site", "worker", "-B",
+             "--schedule", str(schedule), "--concurrency", "2", "--without-mingle",
+             "--without-gossip", "-n", f"{self.name}@%h", "-l", "info"],
+            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker exited: see {self.log_path}")
+            if f"{self.name}@" in self.log_path.read_text() and " ready." in self.log_path.read_text():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"worker did not start in {timeout}s: see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker (main process, pool children, beat)."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def reset_broker_folder() -> None:
+    shutil.rmtree(ROOT / "var" / "test-broker", ignore_errors=True)
