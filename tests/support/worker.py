@@ -23,6 +23,7 @@ class WorkerProcess:
         self.process: subprocess.Popen | None = None
         ARTIFACTS.mkdir(exist_ok=True)
         self.log_path = ARTIFACTS / f"worker-{name}.log"
+        self.log_path.write_text("")  # restarts append; a new instance starts clean
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -1,0 +1,247 @@
+"""PDF converter on the shared corpus: structure, page map, boxes, hostile files."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from documents.converters import ConversionError
+from documents.converters._pdf_layout import TEXT_FLAGS
+from documents.converters.pdf import PdfConverter
+from documents.converters.sandbox import convert_isolated
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+SKIP_DIRS = ("groundtruth", "expected_outputs")
+PDFS = sorted(
+    p.relative_to(CORPUS).as_posix()
+    for d in ("markitdown", "docling", "py-pdf-sample-files", "pymupdf")
+    for p in (CORPUS / d).rglob("*.pdf")
+    if not any(s in p.parts for s in SKIP_DIRS)
+)
+SCAN = "markitdown/test_files/MEDRPT-2024-PAT-3847_medical_report_scan.pdf"
+HOSTILE = sorted(p.relative_to(CORPUS).as_posix() for p in (CORPUS / "hostile").rglob("*.pdf"))
+
+
+def convert(name: str):
+    return PdfConverter().convert((CORPUS / name).read_bytes())
+
+
+def words(text: str) -> Counter:
+    return Counter(re.findall(r"\w+", re.sub(r"<!--.*?-->", " ", text, flags=re.S).lower()))
+
+
+def recall(truth: str, ours: str) -> float:
+    want, have = words(truth), words(ours)
+    return sum(min(n, have[w]) for w, n in want.items()) / max(sum(want.values()), 1)
+
+
+def headings(markdown: str) -> list[tuple[int, str]]:
+    return [(len(m.group(1)), m.group(2)) for m in re.finditer(r"^(#{1,6}) (.+)$", markdown, re.M)]
+
+
+def test_corpus_lists_pdfs():
+    assert len(PDFS) >= 20 and SCAN in PDFS
+
+
+@pytest.mark.parametrize("name", PDFS)
+def test_every_corpus_pdf_converts_with_a_consistent_location_map(name):
+    if name == SCAN:
+        with pytest.raises(ConversionError, match="no text layer"):
+            convert(name)
+        return
+    result = convert(name)
+    md = result.markdown
+    assert md.strip()
+    assert len(result.line_pages) == len(md.split("\n"))
+    assert result.page_count and all(1 <= p <= result.page_count for p in result.line_pages)
+    assert result.spans
+    for span in result.spans:
+        assert 0 <= span.char_start < span.char_end <= len(md)
+        assert md[span.char_start : span.char_end].strip()
+        assert 1 <= span.page_number <= result.page_count
+        # the span's line is attributed to the span's page
+        line = md.count("\n", 0, span.char_start)
+        assert result.line_pages[line] == span.page_number
+    for level, text in headings(md):
+        assert 1 <= level <= 6 and text.strip()
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "markitdown/test_files/test.pdf",
+        "py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf",
+        "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf",
+        "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf",
+        "docling/pdf/code_and_formula.pdf",
+        "markitdown/test_files/movie-theater-booking-2024.pdf",
+    ],
+)
+def test_span_words_are_inside_their_boxes_on_their_page(name):
+    """Invariant 2, checked independently with PyMuPDF's own word extraction."""
+    result = convert(name)
+    doc = pymupdf.open(CORPUS / name)
+    checked = 0
+    for span in result.spans:
+        page = doc[span.page_number - 1]
+        box = pymupdf.Rect(span.x0, span.y0, span.x1, span.y1) + (-2, -2, 2, 2)
+        found = _norm("".join(w[4] for w in page.get_text("words", clip=box, flags=TEXT_FLAGS)))
+        for word in re.findall(r"\w+", result.markdown[span.char_start : span.char_end]):
+            assert _norm(word) in found, (name, span, word)
+            checked += 1
+    assert checked > 50
+
+
+def test_ground_truth_recall():
+    """Word recall of docling / markitdown expected Markdown (floors measured, not guessed)."""
+    pairs = [(f"docling/pdf/{p.stem}.pdf", p) for p in (CORPUS / "docling/pdf/groundtruth").glob("*.md")]
+    pairs += [
+        (f"markitdown/test_files/{p.stem}.pdf", p)
+        for p in (CORPUS / "markitdown/test_files/expected_outputs").glob("*.md")
+        if p.read_text("utf-8").strip()
+    ]
+    scores = {name: recall(truth.read_text("utf-8"), convert(name).markdown) for name, truth in pairs}
+    print("\n".join(f"{v:.3f} {k}" for k, v in sorted(scores.items())))
+    assert len(scores) == 8
+    assert min(scores.values()) >= 0.75
+    assert sum(scores.values()) / len(scores) >= 0.93
+    assert scores["markitdown/test_files/test.pdf"] >= 0.95
+
+
+def test_markitdown_strings():
+    vectors = json.loads((CORPUS / "markitdown/DERIVED_test_vectors.json").read_text("utf-8"))
+    vector = next(v for v in vectors["GENERAL_TEST_VECTORS"] if v["filename"] == "test.pdf")
+    md = convert("markitdown/test_files/test.pdf").markdown
+    for s in vector["must_include"]:
+        assert s in md
+    for s in vector["must_not_include"]:
+        assert s not in md
+    receipts = {
+        "markitdown/test_files/movie-theater-booking-2024.pdf": [
+            "BOOKING ORDER", "STARLIGHT CINEMAS", "2024-12-5678", "Holiday Spectacular", "$12,500.00"],
+        "markitdown/test_files/SPARSE-2024-INV-1234_borderless_table.pdf": [
+            "INVENTORY RECONCILIATION REPORT", "SKU-8847", "SKU-9201", "Variance Analysis"],
+        "markitdown/test_files/RECEIPT-2024-TXN-98765_retail_purchase.pdf": [
+            "TECHMART ELECTRONICS", "TXN-98765-2024", "Sarah Mitchell", "$821.14", "RETURN POLICY"],
+        "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf": [
+            "ZAVA AUTO REPAIR", "Gabriel Diaz", "Grand Cherokee", "GRAND TOTAL"],
+    }
+    for name, strings in receipts.items():
+        md = convert(name).markdown
+        for s in strings:
+            assert s in md, (name, s)
+
+
+def test_masterformat_partial_numbers_stay_with_their_text():
+    md = convert("markitdown/test_files/masterformat_partial_numbering.pdf").markdown
+    lines = [ln.strip() for ln in md.split("\n")]
+    assert not any(re.fullmatch(r"[-*]?\s*\.\d+", ln) for ln in lines)
+    assert any(".1 The intent of this Request for Proposal" in ln for ln in lines)
+
+
+def test_multicolumn_reading_order_reads_column_one_before_column_two():
+    result = convert("py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf")
+    md = result.markdown
+    # \lipsum[1] opens column 1 of page 1; \lipsum[4] ("Quisque ullamcorper") starts column 2
+    first = md.index("Lorem ipsum dolor sit amet, consectetuer adipiscing elit. Ut purus elit")
+    left_end = md.index("Nulla malesuada porttitor diam")
+    right = md.index("Quisque ullamcorper placerat ipsum")
+    assert first < left_end < right
+    # the paragraph that continues at the top of column 2 comes right after column 1's text
+    assert md.index("pellentesque ante. Phasellus adipiscing") > left_end
+    # a booktabs table has no vertical rules, so (without an ML layout model) it stays text rows
+    assert "Austria 8.9 83,879 Vienna German" in md
+    assert md.index("Austria 8.9") < md.index("Finland 5.5 338,424 Helsinki")
+    assert headings(md)[0] == (1, "Two-Column Document with Lorem Ipsum")
+
+
+def test_outline_headings_become_markdown_headings():
+    result = convert("py-pdf-sample-files/006-pdflatex-outline/pdflatex-outline.pdf")
+    found = headings(result.markdown)
+    assert [t for _lvl, t in found] == [
+        "1 Foo", "2 Bar", "3 Baz", "4 Foo", "5 Bar", "6 Baz", "7 Foo", "8 Bar", "9 Baz"]
+    assert result.metadata["headings_from"] == "outline"
+    lines = result.markdown.split("\n")
+    assert result.line_pages[lines.index("# 5 Bar")] == 3  # outline says Bar #2 is on page 3
+    bookmarks = headings(convert("docling/pdf/bookmark_sample.pdf").markdown)
+    assert (1, "PART II - OBLIGATIONS") in bookmarks and (3, "3.1 Payment Schedule") in bookmarks
+
+
+def test_mistitled_outline_is_not_trusted():
+    result = convert("py-pdf-sample-files/014-outlines/mistitled_outlines_example.pdf")
+    titles = [t for _lvl, t in headings(result.markdown)]
+    assert result.metadata["headings_from"] == "font"
+    assert not {"First", "Second", "Tenth", "Nineteenth"} & set(titles)
+    assert "1 Foo" in titles  # the real on-page headings still are headings
+
+
+def test_page_numbers_are_kept_out_of_the_body():
+    for name in (
+        "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf",
+        "py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf",
+    ):
+        result = convert(name)
+        assert not [ln for ln in result.markdown.split("\n") if re.fullmatch(r"\d{1,3}", ln.strip())]
+        assert result.metadata["header_footer_lines_dropped"] >= result.page_count - 1
+    md = convert("docling/pdf/bookmark_sample.pdf").markdown
+    assert "Sample Agreement — page" not in md  # running header repeated on every page
+    assert md.count("This clause is provided for demonstration purposes") == 8  # one per outline entry
+
+
+def test_paragraph_page_attribution():
+    result = convert("py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf")
+    pages = sorted({p for p in result.line_pages})
+    assert pages == [1, 2, 3, 4]
+    lines = result.markdown.split("\n")
+    assert lines[0].startswith("Hello, here is some text without a meaning")
+    assert result.line_pages[0] == 1
+
+
+def test_dehyphenation_joins_words():
+    md = convert("markitdown/test_files/test.pdf").markdown
+    assert "leverage LLMs" in md and "lever-" not in md
+
+
+def test_encrypted_scan_and_not_a_pdf():
+    with pytest.raises(ConversionError, match="encrypted"):
+        convert("hostile/py-pdf/libreoffice-writer-password.pdf")
+    with pytest.raises(ConversionError, match="^no text layer: this PDF contains only images; OCR is not supported yet$"):
+        convert(SCAN)
+    with pytest.raises(ConversionError, match="could not read this PDF"):
+        PdfConverter().convert(b"this is not a PDF at all")
+    with pytest.raises(ConversionError):
+        PdfConverter().convert(b"")
+
+
+def test_invisible_text_without_an_image_is_dropped():
+    """Render-mode-3 text over nothing is a hidden layer (prompt-injection vector), not content."""
+    result = convert("hostile/docling/invisible_text_layer.pdf")
+    assert "Visible heading line" in result.markdown
+    assert "Invisible OCR text layer" not in result.markdown
+    assert result.metadata["hidden_text_lines_dropped"] == 1
+
+
+def test_recoverable_damaged_pdfs_keep_their_text():
+    assert "Hello World" in convert("hostile/pymupdf/test2238.pdf").markdown
+    circular = convert("hostile/pymupdf/circular-toc.pdf")
+    assert "Page1" in circular.markdown and "Page2" in circular.markdown
+    assert circular.line_pages[circular.markdown.split("\n").index("Page2")] == 2
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_pdfs_fail_cleanly_in_the_sandbox(name):
+    try:
+        result = convert_isolated((CORPUS / name).read_bytes(), "pdf", timeout_s=60)
+    except ConversionError as exc:
+        assert exc.reason and "Traceback" not in exc.reason
+    else:
+        assert len(result.line_pages) == len(result.markdown.split("\n"))
