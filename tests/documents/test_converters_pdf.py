@@ -103,13 +103,17 @@ def test_span_words_are_inside_their_boxes_on_their_page(name):
 
 def test_ground_truth_recall():
     """Word recall of docling / markitdown expected Markdown (floors measured, not guessed)."""
-    pairs = [(f"docling/pdf/{p.stem}.pdf", p) for p in (CORPUS / "docling/pdf/groundtruth").glob("*.md")]
+    pairs = [
+        (f"docling/pdf/{p.stem}.pdf", p) for p in (CORPUS / "docling/pdf/groundtruth").glob("*.md")
+    ]
     pairs += [
         (f"markitdown/test_files/{p.stem}.pdf", p)
         for p in (CORPUS / "markitdown/test_files/expected_outputs").glob("*.md")
         if p.read_text("utf-8").strip()
     ]
-    scores = {name: recall(truth.read_text("utf-8"), convert(name).markdown) for name, truth in pairs}
+    scores = {
+        name: recall(truth.read_text("utf-8"), convert(name).markdown) for name, truth in pairs
+    }
     print("\n".join(f"{v:.3f} {k}" for k, v in sorted(scores.items())))
     assert len(scores) == 8
     assert min(scores.values()) >= 0.75
@@ -127,13 +131,31 @@ def test_markitdown_strings():
         assert s not in md
     receipts = {
         "markitdown/test_files/movie-theater-booking-2024.pdf": [
-            "BOOKING ORDER", "STARLIGHT CINEMAS", "2024-12-5678", "Holiday Spectacular", "$12,500.00"],
+            "BOOKING ORDER",
+            "STARLIGHT CINEMAS",
+            "2024-12-5678",
+            "Holiday Spectacular",
+            "$12,500.00",
+        ],
         "markitdown/test_files/SPARSE-2024-INV-1234_borderless_table.pdf": [
-            "INVENTORY RECONCILIATION REPORT", "SKU-8847", "SKU-9201", "Variance Analysis"],
+            "INVENTORY RECONCILIATION REPORT",
+            "SKU-8847",
+            "SKU-9201",
+            "Variance Analysis",
+        ],
         "markitdown/test_files/RECEIPT-2024-TXN-98765_retail_purchase.pdf": [
-            "TECHMART ELECTRONICS", "TXN-98765-2024", "Sarah Mitchell", "$821.14", "RETURN POLICY"],
+            "TECHMART ELECTRONICS",
+            "TXN-98765-2024",
+            "Sarah Mitchell",
+            "$821.14",
+            "RETURN POLICY",
+        ],
         "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf": [
-            "ZAVA AUTO REPAIR", "Gabriel Diaz", "Grand Cherokee", "GRAND TOTAL"],
+            "ZAVA AUTO REPAIR",
+            "Gabriel Diaz",
+            "Grand Cherokee",
+            "GRAND TOTAL",
+        ],
     }
     for name, strings in receipts.items():
         md = convert(name).markdown
@@ -168,7 +190,16 @@ def test_outline_headings_become_markdown_headings():
     result = convert("py-pdf-sample-files/006-pdflatex-outline/pdflatex-outline.pdf")
     found = headings(result.markdown)
     assert [t for _lvl, t in found] == [
-        "1 Foo", "2 Bar", "3 Baz", "4 Foo", "5 Bar", "6 Baz", "7 Foo", "8 Bar", "9 Baz"]
+        "1 Foo",
+        "2 Bar",
+        "3 Baz",
+        "4 Foo",
+        "5 Bar",
+        "6 Baz",
+        "7 Foo",
+        "8 Bar",
+        "9 Baz",
+    ]
     assert result.metadata["headings_from"] == "outline"
     lines = result.markdown.split("\n")
     assert result.line_pages[lines.index("# 5 Bar")] == 3  # outline says Bar #2 is on page 3
@@ -190,11 +221,15 @@ def test_page_numbers_are_kept_out_of_the_body():
         "py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf",
     ):
         result = convert(name)
-        assert not [ln for ln in result.markdown.split("\n") if re.fullmatch(r"\d{1,3}", ln.strip())]
+        assert not [
+            ln for ln in result.markdown.split("\n") if re.fullmatch(r"\d{1,3}", ln.strip())
+        ]
         assert result.metadata["header_footer_lines_dropped"] >= result.page_count - 1
     md = convert("docling/pdf/bookmark_sample.pdf").markdown
     assert "Sample Agreement — page" not in md  # running header repeated on every page
-    assert md.count("This clause is provided for demonstration purposes") == 8  # one per outline entry
+    assert (
+        md.count("This clause is provided for demonstration purposes") == 8
+    )  # one per outline entry
 
 
 def test_paragraph_page_attribution():
@@ -214,7 +249,10 @@ def test_dehyphenation_joins_words():
 def test_encrypted_scan_and_not_a_pdf():
     with pytest.raises(ConversionError, match="encrypted"):
         convert("hostile/py-pdf/libreoffice-writer-password.pdf")
-    with pytest.raises(ConversionError, match="^no text layer: this PDF contains only images; OCR is not supported yet$"):
+    with pytest.raises(
+        ConversionError,
+        match="^no text layer: this PDF contains only images; OCR is not supported yet$",
+    ):
         convert(SCAN)
     with pytest.raises(ConversionError, match="could not read this PDF"):
         PdfConverter().convert(b"this is not a PDF at all")

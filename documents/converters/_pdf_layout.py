@@ -1,0 +1,292 @@
+"""Light, fast page-layout logic for the PDF converter (no ML, one text pass per page).
+
+The PDF converter calls ``extract_page`` once per page and then works only on
+these small records: lines with their box, font size and weight, grouped in
+PyMuPDF's blocks. Everything here is plain geometry so it stays well above
+100 pages per second on text PDFs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pymupdf
+
+Box = tuple[float, float, float, float]
+
+# expand ligatures (no PRESERVE_LIGATURES) so words match what users search for
+TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
+BULLET = re.compile(
+    r"^\s*([\u2022\u25e6\u25aa\u25cf\u2023\u2043\u25a0\u25a1\u2219\u00b7\u2013\u2014*-])\s+(?=\S)"
+)
+NUMBERED = re.compile(r"^\s*(\d{1,3}[.)]|\(\d{1,2}\)|\(?[a-zA-Z][.)]|\.\d{1,3})\s+(?=\S)")
+MARKER_ONLY = re.compile(
+    r"^\s*([\u2022\u25e6\u25aa\u25cf\u2023\u2043\u25a0\u25a1\u2219\u00b7\u2013*-]|\(?\d{1,3}[.)]|\.\d{1,3}|\(?[a-zA-Z][.)])\s*$"
+)
+PAGE_NUMBER = re.compile(r"^\W*(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
+
+
+@dataclass
+class Line:
+    """One visual line: its text, box, and the PDF boxes behind parts of the text."""
+
+    text: str
+    box: Box
+    size: float
+    bold: bool
+    parts: list[tuple[int, int, Box]] = field(default_factory=list)  # offsets into text
+
+    @property
+    def height(self) -> float:
+        return self.box[3] - self.box[1]
+
+
+@dataclass
+class Block:
+    """A group of lines PyMuPDF saw as one block, or a table placeholder."""
+
+    lines: list[Line]
+    box: Box
+    table: object | None = None  # a pymupdf Table when this block is a table
+
+
+def union(boxes: list[Box]) -> Box:
+    return (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+
+
+def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
+    text, sizes, bold_chars, boxes = "", Counter(), 0, []
+    for span in spans:
+        t = span["text"]
+        if not t or (not keep_invisible and span.get("alpha", 255) == 0):
+            continue  # render-mode-3 text with nothing under it: hidden, not content
+        n = len(t.strip())
+        sizes[round(span["size"], 1)] += n
+        if span["flags"] & 16 or BOLD_NAME.search(span["font"]):
+            bold_chars += n
+        text += t
+        boxes.append(tuple(span["bbox"]))
+    stripped = text.strip()
+    if not stripped:
+        return None
+    text = re.sub(r"\s+", " ", stripped.replace("\u00ad", "-"))
+    total = sum(sizes.values()) or 1
+    box = union(boxes)
+    return Line(
+        text, box, sizes.most_common(1)[0][0], bold_chars >= 0.8 * total, [(0, len(text), box)]
+    )
+
+
+def extract_page(page: pymupdf.Page) -> tuple[list[Block], int]:
+    """Text blocks of a page (lines merged per baseline) and the count of hidden lines dropped."""
+    data = page.get_text("dict", flags=TEXT_FLAGS)
+    has_images = any(b["type"] == 1 for b in data["blocks"]) or bool(page.get_images())
+    blocks: list[Block] = []
+    hidden = 0
+    for raw in data["blocks"]:
+        if raw["type"] != 0:
+            continue
+        lines: list[Line] = []
+        for raw_line in raw["lines"]:
+            line = _line_from_spans(raw_line["spans"], keep_invisible=has_images)
+            if line is None:
+                hidden += any(s["text"].strip() for s in raw_line["spans"])
+                continue
+            if lines and _same_row(lines[-1], line):
+                lines[-1] = join_row(lines[-1], line)
+            else:
+                lines.append(line)
+        if lines:
+            blocks.append(Block(lines, union([ln.box for ln in lines])))
+    return blocks, hidden
+
+
+def _same_row(a: Line, b: Line) -> bool:
+    overlap = min(a.box[3], b.box[3]) - max(a.box[1], b.box[1])
+    return overlap > 0.5 * min(a.height, b.height) and b.box[0] >= a.box[2] - 1
+
+
+def join_row(a: Line, b: Line) -> Line:
+    """Two lines on one baseline become one line, keeping both source boxes."""
+    text = a.text + " " + b.text
+    shift = len(a.text) + 1
+    parts = a.parts + [(s + shift, e + shift, bx) for s, e, bx in b.parts]
+    size = a.size if len(a.text) >= len(b.text) else b.size
+    return Line(text, union([a.box, b.box]), size, a.bold and b.bold, parts)
+
+
+def body_size(pages: list[list[Block]]) -> float:
+    """The most common font size by character count."""
+    sizes: Counter = Counter()
+    for blocks in pages:
+        for block in blocks:
+            for line in block.lines:
+                sizes[line.size] += len(line.text)
+    return sizes.most_common(1)[0][0] if sizes else 10.0
+
+
+def _furniture_key(line: Line, block: Block, height: float) -> tuple[str, int] | None:
+    """Only lines of blocks lying wholly in the top or bottom 11% can be page furniture."""
+    if 0.11 * height < block.box[3] and block.box[1] < 0.89 * height:
+        return None
+    return re.sub(r"\d+", "#", line.text.lower()), round(line.box[1] / 8)
+
+
+def furniture_keys(pages: list[list[Block]], heights: list[float]) -> set[tuple[str, int]]:
+    """Header/footer lines: same text (digits ignored) at the same height on many pages."""
+    if len(pages) < 2:
+        return set()
+    seen: Counter = Counter()
+    for blocks, height in zip(pages, heights, strict=True):
+        keys = {_furniture_key(ln, b, height) for b in blocks for ln in b.lines}
+        seen.update(k for k in keys if k)
+    need = max(2, (len(pages) + 1) // 2)
+    return {k for k, n in seen.items() if n >= need}
+
+
+def _is_page_number(block: Block, blocks: list[Block], height: float) -> bool:
+    """A lone number that is the first or last thing on the page, or sits in the margin."""
+    if len(block.lines) != 1 or not PAGE_NUMBER.match(block.lines[0].text):
+        return False
+    if block.box[1] < 0.07 * height or block.box[3] > 0.93 * height:
+        return True
+    others = [b for b in blocks if b is not block and b.lines]
+    return bool(others) and (
+        block.box[1] >= max(b.box[3] for b in others) - 1
+        or block.box[3] <= min(b.box[1] for b in others) + 1
+    )
+
+
+def drop_furniture(blocks: list[Block], height: float, keys: set[tuple[str, int]]) -> int:
+    """Remove running headers/footers and page numbers in place; return how many lines."""
+    before = [list(b.lines) for b in blocks]
+    numbers = [b for b in blocks if _is_page_number(b, blocks, height)]
+    dropped = 0
+    for block in blocks:
+        kept = (
+            []
+            if block in numbers
+            else [ln for ln in block.lines if _furniture_key(ln, block, height) not in keys]
+        )
+        dropped += len(block.lines) - len(kept)
+        block.lines = kept
+        if kept:
+            block.box = union([ln.box for ln in kept])
+    if not any(b.lines for b in blocks):  # a page made only of repeated text is content
+        for block, lines in zip(blocks, before, strict=True):
+            block.lines = lines
+        return 0
+    blocks[:] = [b for b in blocks if b.lines or b.table is not None]
+    return dropped
+
+
+def _lines(blocks: list[Block]) -> int:
+    return sum(max(len(b.lines), 1) for b in blocks)
+
+
+def _is_prose(band: list[Block]) -> bool:
+    lines = _lines(band)
+    in_paragraphs = sum(len(b.lines) for b in band if len(b.lines) >= 2)
+    return lines >= 4 and in_paragraphs >= 0.6 * lines
+
+
+def _gutter(blocks: list[Block]) -> float | None:
+    """An x that (almost) no block crosses with text on both sides: a column gap."""
+    left = min(b.box[0] for b in blocks)
+    right = max(b.box[2] for b in blocks)
+    total = _lines(blocks)
+    best: tuple[int, float] | None = None
+    for x in sorted({b.box[2] + 1 for b in blocks}):
+        if not left + 0.2 * (right - left) <= x <= right - 0.2 * (right - left):
+            continue
+        crossing = _lines([b for b in blocks if b.box[0] < x - 1 < x + 1 < b.box[2]])
+        lhs = _lines([b for b in blocks if b.box[2] <= x])
+        rhs = _lines([b for b in blocks if b.box[0] >= x])
+        if (
+            crossing <= 0.15 * total
+            and min(lhs, rhs) >= 0.2 * total
+            and (best is None or crossing < best[0])
+        ):
+            best = (crossing, x)
+    return None if best is None else best[1]
+
+
+def _rows(band: list[Block]) -> list[Block]:
+    """Form-like layouts: read row by row, left to right; one-line cells share a line."""
+    out: list[Block] = []
+    pending = sorted(band, key=lambda b: (b.box[1], b.box[0]))
+    while pending:
+        first = pending.pop(0)
+        row = [first] + [b for b in pending if b.box[1] < (first.box[1] + first.box[3]) / 2]
+        pending = [b for b in pending if b not in row]
+        row.sort(key=lambda b: b.box[0])
+        if len(row) > 1 and all(len(b.lines) == 1 and b.table is None for b in row):
+            merged = row[0].lines[0]
+            for b in row[1:]:
+                merged = join_row(merged, b.lines[0])
+            out.append(Block([merged], merged.box))
+        else:
+            out.extend(row)
+    return out
+
+
+def reading_order(blocks: list[Block], depth: int = 0) -> list[Block]:
+    """Prose columns are read one after the other; blocks crossing the gutter split bands."""
+    if len(blocks) < 2:
+        return list(blocks)
+    x = _gutter(blocks) if depth < 3 and _is_prose(blocks) else None
+    if x is None:
+        return _rows(blocks)
+    ordered: list[Block] = []
+    band: list[Block] = []
+
+    def flush() -> None:
+        ordered.extend(reading_order([b for b in band if b.box[2] <= x], depth + 1))
+        ordered.extend(reading_order([b for b in band if b.box[2] > x], depth + 1))
+        band.clear()
+
+    for block in sorted(blocks, key=lambda b: (b.box[1], b.box[0])):
+        if block.box[0] < x - 1 < x + 1 < block.box[2]:
+            flush()
+            ordered.append(block)
+        else:
+            band.append(block)
+    flush()
+    return ordered
+
+
+def join_lines(lines: list[Line]) -> Line:
+    """Lines of one paragraph become one line; words split by a hyphen are rejoined."""
+    text = ""
+    parts: list[tuple[int, int, Box]] = []
+    for line in lines:
+        shift = len(text)
+        if text:
+            if re.search(r"[a-z]-$", text) and re.match(r"[a-z]", line.text):
+                s, _e, bx = parts[-1]
+                text = text[:-1]
+                parts[-1] = (s, len(text), bx)
+                shift = len(text)
+            else:
+                text += " "
+                shift += 1
+        text += line.text
+        parts.extend((s + shift, e + shift, bx) for s, e, bx in line.parts)
+    first = lines[0]
+    return Line(
+        text, union([ln.box for ln in lines]), first.size, all(ln.bold for ln in lines), parts
+    )
+
+
+def normalize_title(text: str) -> str:
+    """Outline titles and on-page headings compared without numbering, case or spacing."""
+    text = re.sub(r"^\s*((part|chapter|section)\s+)?[\dIVXivx]+([.\d]*)\s*[-.:)]?\s+", "", text)
+    return re.sub(r"\W+", " ", text).strip().lower()

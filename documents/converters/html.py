@@ -1,0 +1,185 @@
+"""HTML to Markdown with BeautifulSoup: headings, paragraphs, lists, tables.
+
+Scripts, styles, templates and page chrome (nav, forms) are dropped; links
+keep their text only, so nothing is emitted that a reader could not see.
+"""
+
+from __future__ import annotations
+
+from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+
+from documents.converters._mdbuild import (
+    MarkdownBuilder,
+    clean_inline,
+    escape_line_start,
+    table_lines,
+)
+from documents.converters.base import Conversion, ConversionError
+
+_DROP = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "iframe",
+    "object",
+    "embed",
+    "svg",
+    "canvas",
+    "nav",
+    "form",
+    "button",
+    "select",
+    "head",
+    "meta",
+    "link",
+}
+_BLOCKS = {
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "aside",
+    "blockquote",
+    "figure",
+    "figcaption",
+    "address",
+    "dl",
+    "dt",
+    "dd",
+    "pre",
+    "body",
+    "html",
+    "center",
+    "details",
+    "summary",
+}
+_HEADINGS = {f"h{i}": i for i in range(1, 7)}
+
+
+def _inline_text(el: Tag) -> str:
+    parts: list[str] = []
+    for node in el.descendants:
+        if isinstance(node, Comment):
+            continue
+        if isinstance(node, NavigableString) and not any(
+            p.name in _DROP for p in node.parents if p is not el
+        ):
+            parts.append(str(node))
+        elif isinstance(node, Tag) and node.name == "br":
+            parts.append(" ")
+    return clean_inline("".join(parts))
+
+
+def _decode(data: bytes) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
+
+
+class _Renderer:
+    def __init__(self) -> None:
+        self.md = MarkdownBuilder()
+        self.inline: list[str] = []
+
+    def flush(self) -> None:
+        text = clean_inline("".join(self.inline))
+        self.inline.clear()
+        if text:
+            self.md.blank()
+            self.md.line(escape_line_start(text))
+            self.md.blank()
+
+    def walk(self, el: Tag) -> None:
+        for node in el.children:
+            if isinstance(node, Comment):
+                continue
+            if isinstance(node, NavigableString):
+                self.inline.append(str(node))
+                continue
+            if not isinstance(node, Tag) or node.name in _DROP:
+                continue
+            if node.name in _HEADINGS:
+                self.flush()
+                self.md.heading(_HEADINGS[node.name], _inline_text(node))
+            elif node.name in ("ul", "ol"):
+                self.flush()
+                self.list(node, 0)
+            elif node.name == "table":
+                self.flush()
+                self.table(node)
+            elif node.name == "br":
+                self.inline.append(" ")
+            elif node.name == "hr":
+                self.flush()
+            elif node.name in _BLOCKS:
+                self.flush()
+                self.walk(node)
+                self.flush()
+            else:
+                self.walk(node)  # inline element: keep its text in the running paragraph
+
+    def list(self, el: Tag, depth: int) -> None:
+        ordered = el.name == "ol"
+        self.md.blank()
+        for number, li in enumerate(el.find_all("li", recursive=False), start=1):
+            nested = [c for c in li.find_all(["ul", "ol"], recursive=False)]
+            for c in nested:
+                c.extract()
+            text = _inline_text(li)
+            if text:
+                self.md.line("  " * depth + (f"{number}. " if ordered else "- ") + text)
+            for c in nested:
+                self.list(c, depth + 1)
+        self.md.blank()
+
+    def table(self, el: Tag) -> None:
+        rows = []
+        for tr in el.find_all("tr"):
+            if tr.find_parent("table") is not el:
+                continue  # nested tables are flattened into their cell's text
+            cells = [_inline_text(c) for c in tr.find_all(["th", "td"], recursive=False)]
+            if cells:
+                rows.append(cells)
+        self.md.blank()
+        for line in table_lines(rows):
+            self.md.line(line)
+        self.md.blank()
+
+
+class HtmlConverter:
+    """HTML to Markdown; raises ``ConversionError`` for files without readable text."""
+
+    name = "html-markdown"
+    version = "1.0.0"
+
+    def convert(self, data: bytes) -> Conversion:
+        try:
+            soup = BeautifulSoup(_decode(data), "lxml")
+        except Exception as exc:
+            raise ConversionError(f"could not read this HTML: {exc}") from exc
+        title = clean_inline(soup.title.get_text()) if soup.title else ""
+        renderer = _Renderer()
+        try:
+            renderer.walk(soup.body or soup)
+            renderer.flush()
+        except RecursionError as exc:
+            raise ConversionError(
+                "could not read this HTML: elements are nested too deeply"
+            ) from exc
+        markdown, _pages, _spans = renderer.md.build(paged=False)
+        if not markdown.strip():
+            raise ConversionError("this HTML page has no readable text")
+        return Conversion(
+            markdown=markdown,
+            converter=self.name,
+            converter_version=self.version,
+            line_pages=[],
+            metadata={"title": title} if title else {},
+        )

@@ -1,0 +1,423 @@
+"""PDF to Markdown with PyMuPDF: headings, lists, tables and a box for every line.
+
+One ``get_text("dict")`` pass per page plus plain geometry (see
+``_pdf_layout``). Headings come from the outline when it matches the pages,
+otherwise from font size and weight. Every body line records the PDF boxes it
+came from, so a chunk can later be shown and checked on its page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+
+import pymupdf
+
+from documents.converters._mdbuild import MarkdownBuilder, escape_line_start, table_cell
+from documents.converters._pdf_layout import (
+    BULLET,
+    MARKER_ONLY,
+    NUMBERED,
+    TEXT_FLAGS,
+    Block,
+    Line,
+    body_size,
+    drop_furniture,
+    extract_page,
+    furniture_keys,
+    join_lines,
+    join_row,
+    normalize_title,
+    reading_order,
+    union,
+)
+from documents.converters.base import Conversion, ConversionError
+
+pymupdf.TOOLS.mupdf_display_errors(False)
+pymupdf.TOOLS.mupdf_display_warnings(False)
+
+NO_TEXT_IMAGES = "no text layer: this PDF contains only images; OCR is not supported yet"
+NO_TEXT_EMPTY = "no text layer: this PDF has no text to extract"
+
+
+def _open(data: bytes) -> pymupdf.Document:
+    if not data:
+        raise ConversionError("could not read this PDF: the file is empty")
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:  # mupdf raises several types for damaged input
+        raise ConversionError(
+            f"could not read this PDF: not a PDF file or damaged beyond repair ({exc})"
+        ) from exc
+    if doc.needs_pass:
+        doc.close()
+        raise ConversionError("this PDF is encrypted: a password is required to open it")
+    if doc.page_count == 0:
+        doc.close()
+        raise ConversionError("could not read this PDF: it has no readable pages (damaged file)")
+    return doc
+
+
+def _clean_meta(value: object) -> str:
+    return "".join(ch for ch in str(value or "") if ch.isprintable()).strip()
+
+
+def _rule_count(page: pymupdf.Page) -> int:
+    """Horizontal or vertical strokes (lines, thin or stroked rectangles), the more of one kind."""
+    horizontal = vertical = 0
+    for drawing in page.get_cdrawings():
+        stroked = "s" in drawing.get("type", "")
+        for item in drawing["items"]:
+            if item[0] == "l":
+                (x0, y0), (x1, y1) = item[1], item[2]
+                horizontal += abs(y1 - y0) < 1 and abs(x1 - x0) > 10
+                vertical += abs(x1 - x0) < 1 and abs(y1 - y0) > 5
+            elif item[0] == "re":
+                x0, y0, x1, y1 = item[1]
+                thin_h, thin_v = abs(y1 - y0) < 2.5, abs(x1 - x0) < 2.5
+                if stroked and not (thin_h or thin_v):
+                    horizontal, vertical = horizontal + 2, vertical + 2
+                elif thin_h != thin_v:
+                    horizontal += thin_h
+                    vertical += thin_v
+    return max(horizontal, vertical)
+
+
+def _table_blocks(page: pymupdf.Page) -> list[Block]:
+    """Ruled tables only: ``find_tables`` is slow, so pages without rules skip it."""
+    try:
+        if _rule_count(page) < 3:
+            return []
+        found = page.find_tables(use_layout=False).tables  # no ML layout model
+    except Exception:
+        return []
+    return [
+        Block([], tuple(t.bbox), table=t) for t in found if t.row_count >= 2 and t.col_count >= 2
+    ]
+
+
+def _inside(line: Line, box: tuple[float, float, float, float]) -> bool:
+    cx, cy = (line.box[0] + line.box[2]) / 2, (line.box[1] + line.box[3]) / 2
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+
+
+def _remove_table_text(blocks: list[Block], tables: list[Block]) -> None:
+    for block in blocks:
+        block.lines = [ln for ln in block.lines if not any(_inside(ln, t.box) for t in tables)]
+        if block.lines:
+            block.box = union([ln.box for ln in block.lines])
+    blocks[:] = [b for b in blocks if b.lines]
+
+
+def _attach_markers(blocks: list[Block]) -> list[Block]:
+    """A lone bullet or '.1' block joins the text block on its baseline to the right."""
+    out: list[Block] = []
+    consumed: set[int] = set()
+    for i, block in enumerate(blocks):
+        if i in consumed:
+            continue
+        if len(block.lines) == 1 and MARKER_ONLY.match(block.lines[0].text):
+            marker = block.lines[0]
+            for j, other in enumerate(blocks):
+                if j == i or j in consumed or other.table is not None:
+                    continue
+                first = other.lines[0]
+                same_row = abs(first.box[1] - marker.box[1]) < 0.6 * max(marker.height, 1)
+                if same_row and 0 <= first.box[0] - marker.box[2] < 80:
+                    other.lines[0] = join_row(marker, first)
+                    other.box = union([other.box, marker.box])
+                    consumed.add(i)
+                    break
+        if i not in consumed:
+            out.append(block)
+    return out
+
+
+class _Headings:
+    """Decides which lines are headings: outline titles if trusted, else font size/weight."""
+
+    def __init__(self, doc: pymupdf.Document, pages: list[list[Block]]) -> None:
+        self.body = body_size(pages)
+        self.toc: dict[int, list[tuple[int, str]]] = {}
+        try:
+            toc = doc.get_toc(simple=True)
+        except Exception:
+            toc = []
+        for level, title, page in toc:
+            if normalize_title(title):
+                self.toc.setdefault(page, []).append((level, normalize_title(title)))
+        self.toc_entries = len(toc)
+        self.use_toc = bool(toc) and self._toc_matches(pages) >= 0.5 * len(toc)
+        self._font_levels(pages)
+
+    def _toc_matches(self, pages: list[list[Block]]) -> int:
+        matched = 0
+        for page_no, entries in self.toc.items():
+            if not 1 <= page_no <= len(pages):
+                continue
+            texts = {normalize_title(ln.text) for b in pages[page_no - 1] for ln in b.lines}
+            matched += sum(1 for _lvl, title in entries if title in texts)
+        return matched
+
+    def _font_levels(self, pages: list[list[Block]]) -> None:
+        sizes: Counter = Counter()
+        total = bold_lines = lines = 0
+        for blocks in pages:
+            for block in blocks:
+                for ln in block.lines:
+                    total += len(ln.text)
+                    lines += 1
+                    bold_lines += ln.bold and ln.size < self.body * 1.15
+                    if ln.size >= self.body * 1.15 and len(block.lines) <= 4:
+                        sizes[ln.size] += len(ln.text)
+        big = sorted((s for s, n in sizes.items() if n < 0.3 * total), reverse=True)[:5]
+        self.levels = {s: i + 1 for i, s in enumerate(big)}
+        self.bold_level = min(6, len(big) + 1)
+        self.bold_ok = bold_lines <= 0.25 * max(lines, 1)
+
+    def classifier(self, page_no: int) -> Callable[[Line, Block], int]:
+        pending = list(self.toc.get(page_no, []))
+
+        def level(line: Line, block: Block) -> int:
+            if not re.search(r"[^\W\d_]", line.text) or len(line.text) > 150:
+                return 0
+            if self.use_toc:
+                norm = normalize_title(line.text)
+                for k, (lvl, title) in enumerate(pending):
+                    if title == norm:
+                        del pending[k]
+                        return min(lvl, 6)
+                return 0
+            if line.size in self.levels and len(block.lines) <= 4:
+                return self.levels[line.size]
+            if (
+                self.bold_ok
+                and line.bold
+                and line.size >= self.body * 0.95
+                and len(block.lines) <= 2
+                and all(ln.bold for ln in block.lines)
+                and len(line.text.split()) <= 12
+                and not line.text.rstrip().endswith((".", ",", ":", ";"))
+            ):
+                return self.bold_level
+            return 0
+
+        return level
+
+
+def _indented(line: Line, left: float) -> bool:
+    return line.box[0] > left + 0.8 * line.size
+
+
+def _new_paragraph(prev: Line, line: Line, following: Line | None, block: Block) -> bool:
+    """Inside one block: a first-line indent (not a hanging one), or a short sentence end."""
+    left = block.box[0]
+    indent = (
+        _indented(line, left)
+        and not _indented(prev, left)
+        and (following is None or not _indented(following, left))
+    )
+    short_end = prev.box[2] < block.box[2] - 0.15 * (block.box[2] - block.box[0])
+    return indent or (short_end and prev.text.rstrip().endswith((".", "!", "?", ":")))
+
+
+def _starts_item(prev: Line | None, line: Line, block: Block, kind: str) -> bool:
+    """Bullets always start an item; '(1)'-style numbers only at a line start after a break."""
+    if BULLET.match(line.text):
+        return True
+    if not NUMBERED.match(line.text):
+        return False
+    return (
+        prev is None
+        or kind == "li"
+        or prev.box[2] < block.box[2] - 0.15 * (block.box[2] - block.box[0])
+    )
+
+
+def _groups(
+    block: Block, level_of: Callable[[Line, Block], int]
+) -> list[tuple[str, int, list[Line]]]:
+    """Split a block's lines into headings, list items and paragraphs."""
+    groups: list[tuple[str, int, list[Line]]] = []
+    prev: Line | None = None
+    lines = block.lines
+    for i, line in enumerate(lines):
+        level = level_of(line, block)
+        kind, last = ("", None) if not groups else (groups[-1][0], groups[-1])
+        gap = prev is not None and line.box[1] - prev.box[3] > 0.8 * max(prev.height, 1)
+        following = lines[i + 1] if i + 1 < len(lines) else None
+        if level:
+            if kind == "h" and last[1] == level and not gap:
+                last[2].append(line)
+            else:
+                groups.append(("h", level, [line]))
+        elif _starts_item(prev, line, block, kind):
+            groups.append(("li", 0, [line]))
+        elif kind == "li" and not gap and line.box[0] > last[2][0].box[0] + 1:
+            last[2].append(line)
+        elif kind in ("p", "pc") and not gap and not _new_paragraph(prev, line, following, block):
+            if prev.box[2] < block.box[2] - 0.15 * (block.box[2] - block.box[0]):
+                groups.append(("pc", 0, [line]))  # a ragged line (address, receipt): keep it a line
+            else:
+                last[2].append(line)
+        else:
+            groups.append(("p", 0, [line]))
+        prev = line
+    return groups
+
+
+def _emit_text(md: MarkdownBuilder, page_no: int, kind: str, level: int, lines: list[Line]) -> None:
+    line = join_lines(lines)
+    parts = [(s, e, page_no, bx) for s, e, bx in line.parts]
+    if kind == "h":
+        md.heading(level, line.text, page_no, parts)
+        return
+    text, shift = line.text, 0
+    if kind == "li":
+        bullet = BULLET.match(text)
+        if bullet:
+            text, shift = "- " + text[bullet.end() :], 2 - bullet.end()
+        elif not re.match(r"\d{1,3}[.)] ", text):
+            text, shift = "- " + text, 2
+    else:
+        escaped = escape_line_start(text)
+        text, shift = escaped, len(escaped) - len(text)
+    if kind != "pc":
+        md.blank(page_no)
+    md.line(
+        text,
+        page_no,
+        [(max(s + shift, 0), e + shift, p, b) for s, e, p, b in parts if e + shift > 0],
+    )
+
+
+def _cell_text(page: pymupdf.Page, box: tuple | None) -> str:
+    if not box:
+        return ""
+    return table_cell(page.get_text("text", clip=box, flags=TEXT_FLAGS))
+
+
+def _emit_table(md: MarkdownBuilder, page: pymupdf.Page, page_no: int, table: object) -> int:
+    """Cell text is re-read from each cell box so characters keep their visual order."""
+    rows = [[_cell_text(page, box) for box in row.cells] for row in table.rows]
+    if not any(any(row) for row in rows):
+        return 0
+    width = max(len(r) for r in rows)
+    md.blank(page_no)
+    for i, (cells, geom) in enumerate(zip(rows, table.rows, strict=True)):
+        text, spans = "|", []
+        for j in range(width):
+            cell = cells[j] if j < len(cells) else ""
+            text += " "
+            if cell:
+                spans.append((len(text), len(text) + len(cell), page_no, tuple(geom.cells[j])))
+            text += cell + " |"
+        md.line(text, page_no, spans)
+        if i == 0:
+            md.line("|" + " --- |" * width, page_no)
+    md.blank(page_no)
+    return 1
+
+
+def _continues(prev: tuple, group: tuple) -> bool:
+    """A paragraph PyMuPDF split into two blocks: same column, no gap, lowercase start."""
+    if prev[0] not in ("p", "pc", "li") or group[0] != "p":
+        return False
+    last, first = prev[2][-1], group[2][0]
+    gap = first.box[1] - last.box[3]
+    return (
+        -1 <= gap <= 0.8 * max(last.height, 1)
+        and first.box[0] >= prev[2][0].box[0] - 2
+        and first.box[0] <= last.box[2]
+        and first.text[:1].islower()
+    )
+
+
+def _page_groups(ordered: list[Block], level_of: Callable[[Line, Block], int]) -> list[tuple]:
+    groups: list[tuple] = []
+    for block in ordered:
+        if block.table is not None:
+            groups.append(("table", 0, block.table))
+            continue
+        for group in _groups(block, level_of):
+            if groups and _continues(groups[-1], group):
+                groups[-1][2].extend(group[2])
+            else:
+                groups.append(group)
+    return groups
+
+
+class PdfConverter:
+    """PDF to Markdown; raises ``ConversionError`` for encrypted, empty or broken files."""
+
+    name = "pymupdf-markdown"
+    version = "1.0.0"
+
+    def convert(self, data: bytes) -> Conversion:
+        doc = _open(data)
+        try:
+            return self._convert(doc)
+        finally:
+            doc.close()
+
+    def _convert(self, doc: pymupdf.Document) -> Conversion:
+        pages: list[list[Block]] = []
+        heights: list[float] = []
+        hidden = images = 0
+        failed: list[int] = []
+        for page in doc:
+            try:
+                blocks, dropped = extract_page(page)
+                images += bool(page.get_images())
+            except Exception:
+                blocks, dropped = [], 0
+                failed.append(page.number + 1)
+            pages.append(blocks)
+            heights.append(page.rect.height)
+            hidden += dropped
+        if not any(pages) or not any(ln.text.strip() for b in sum(pages, []) for ln in b.lines):
+            if len(failed) == doc.page_count:
+                raise ConversionError(
+                    "could not read this PDF: no page could be parsed (damaged file)"
+                )
+            raise ConversionError(NO_TEXT_IMAGES if images else NO_TEXT_EMPTY)
+        headings = _Headings(doc, pages)
+        keys = furniture_keys(pages, heights)
+        md = MarkdownBuilder()
+        furniture = tables = 0
+        for index, blocks in enumerate(pages):
+            page_no = index + 1
+            furniture += drop_furniture(blocks, heights[index], keys)
+            page = doc[index]
+            table_blocks = _table_blocks(page) if page_no not in failed else []
+            if table_blocks:
+                _remove_table_text(blocks, table_blocks)
+            ordered = reading_order(_attach_markers(blocks) + table_blocks)
+            level_of = headings.classifier(page_no)
+            for kind, level, content in _page_groups(ordered, level_of):
+                if kind == "table":
+                    tables += _emit_table(md, page, page_no, content)
+                else:
+                    _emit_text(md, page_no, kind, level, content)
+            md.blank(page_no)
+        markdown, line_pages, spans = md.build(paged=True)
+        meta = {k: _clean_meta(v) for k, v in (doc.metadata or {}).items() if _clean_meta(v)}
+        meta.update(
+            outline_entries=headings.toc_entries,
+            headings_from="outline" if headings.use_toc else "font",
+            body_font_size=headings.body,
+            tables=tables,
+            hidden_text_lines_dropped=hidden,
+            header_footer_lines_dropped=furniture,
+            pages_failed=failed,
+        )
+        return Conversion(
+            markdown=markdown,
+            converter=self.name,
+            converter_version=self.version,
+            line_pages=line_pages,
+            spans=spans,
+            page_count=doc.page_count,
+            metadata=meta,
+        )

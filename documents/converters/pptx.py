@@ -1,0 +1,170 @@
+"""PPTX to Markdown: one ``# Slide n: title`` section per slide, notes included.
+
+Shapes are read top-to-bottom, left-to-right (groups recursed), tables become
+Markdown tables, charts contribute their title and categories/values, and
+pictures their alt text. Every line of a slide's section carries the slide
+number as its page. A broken shape is skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+
+from pptx import Presentation
+from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
+
+from documents.converters._mdbuild import (
+    MarkdownBuilder,
+    clean_inline,
+    escape_line_start,
+    table_lines,
+)
+from documents.converters.base import Conversion, ConversionError
+from documents.converters.zipguard import check_zip
+
+log = logging.getLogger(__name__)
+_TITLES = (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VERTICAL_TITLE)
+
+
+def _is_title(shape: object) -> bool:
+    try:
+        return shape.is_placeholder and shape.placeholder_format.type in _TITLES
+    except Exception:
+        return False
+
+
+def _position(shape: object) -> tuple[int, int]:
+    try:
+        return (shape.top or 0, shape.left or 0)
+    except Exception:
+        return (0, 0)
+
+
+def _text_frame(md: MarkdownBuilder, frame: object, slide_no: int) -> None:
+    for paragraph in frame.paragraphs:
+        text = clean_inline("".join(run.text for run in paragraph.runs) or paragraph.text)
+        if not text:
+            continue
+        level = paragraph.level or 0
+        has_bullet = paragraph._p.pPr is not None and any(
+            child.tag.endswith(("}buChar", "}buAutoNum")) for child in paragraph._p.pPr
+        )
+        md.line(
+            ("  " * level + "- " + text) if has_bullet or level else escape_line_start(text),
+            slide_no,
+        )
+    md.blank(slide_no)
+
+
+def _table(md: MarkdownBuilder, table: object, slide_no: int) -> None:
+    rows = [[cell.text for cell in row.cells] for row in table.rows]
+    for line in table_lines(rows):
+        md.line(line, slide_no)
+    md.blank(slide_no)
+
+
+def _chart(md: MarkdownBuilder, chart: object, slide_no: int) -> None:
+    if chart.has_title and chart.chart_title.has_text_frame:
+        title = clean_inline(chart.chart_title.text_frame.text)
+        if title:
+            md.line(f"Chart: {title}", slide_no)
+    try:
+        plot = chart.plots[0]
+        categories = [str(c) for c in plot.categories]
+        rows = [["", *categories]] + [
+            [s.name, *("" if v is None else f"{v:g}" for v in s.values)] for s in plot.series
+        ]
+        if categories:
+            md.blank(slide_no)
+            for line in table_lines(rows):
+                md.line(line, slide_no)
+    except Exception:  # charts without readable data still keep their title
+        log.debug("chart data unreadable on slide %s", slide_no, exc_info=True)
+    md.blank(slide_no)
+
+
+def _picture(md: MarkdownBuilder, shape: object, slide_no: int) -> None:
+    element = shape._element
+    alt = ""
+    for el in element.iter():
+        if el.tag.endswith("}cNvPr"):
+            alt = clean_inline(el.get("descr") or "")
+            break
+    if alt:
+        name = re.sub(r"\W", "", shape.name or "") or "image"
+        try:
+            name += "." + shape.image.ext
+        except Exception:  # missing blip, dangling or external relationship: no image part
+            log.debug("picture without a readable image on slide %s", slide_no)
+        md.line(f"![{alt}]({name})", slide_no)
+        md.blank(slide_no)
+
+
+def _shapes(md: MarkdownBuilder, shapes: object, slide_no: int, skip: object = None) -> None:
+    for shape in sorted(shapes, key=_position):
+        if shape is skip or (
+            skip is not None and getattr(shape, "shape_id", None) == skip.shape_id
+        ):
+            continue
+        try:
+            if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+                _shapes(md, shape.shapes, slide_no)
+            elif getattr(shape, "has_table", False) and shape.has_table:
+                _table(md, shape.table, slide_no)
+            elif getattr(shape, "has_chart", False) and shape.has_chart:
+                _chart(md, shape.chart, slide_no)
+            elif (
+                shape.shape_type == MSO_SHAPE_TYPE.PICTURE or shape.__class__.__name__ == "Picture"
+            ):
+                _picture(md, shape, slide_no)
+            elif shape.has_text_frame:
+                _text_frame(md, shape.text_frame, slide_no)
+        except Exception:  # one malformed shape must not lose the slide
+            log.debug("skipped unreadable shape on slide %s", slide_no, exc_info=True)
+
+
+class PptxConverter:
+    """PPTX to Markdown; hostile archives are refused by ``zipguard`` before parsing."""
+
+    name = "pptx-markdown"
+    version = "1.0.0"
+
+    def convert(self, data: bytes) -> Conversion:
+        check_zip(data)
+        try:
+            prs = Presentation(io.BytesIO(data))
+            slides = list(prs.slides)
+        except Exception as exc:
+            raise ConversionError(f"could not read this PPTX: {exc}") from exc
+        md = MarkdownBuilder()
+        notes = 0
+        for number, slide in enumerate(slides, start=1):
+            title_shape = next((s for s in slide.shapes if _is_title(s)), None)
+            title = clean_inline(title_shape.text_frame.text) if title_shape is not None else ""
+            md.heading(1, f"Slide {number}: {title}" if title else f"Slide {number}", number)
+            _shapes(md, slide.shapes, number, skip=title_shape if title else None)
+            try:
+                frame = slide.notes_slide.notes_text_frame if slide.has_notes_slide else None
+            except Exception:
+                frame = None
+            if frame is not None and clean_inline(frame.text):
+                notes += 1
+                md.heading(3, "Notes", number)
+                _text_frame(md, frame, number)
+        markdown, line_pages, _spans = md.build(paged=True)
+        meta: dict[str, object] = {"slides": len(slides), "slides_with_notes": notes}
+        try:
+            core = prs.core_properties
+            meta.update({k: v for k, v in (("title", core.title), ("author", core.author)) if v})
+        except Exception:  # unreadable docProps/core.xml only loses metadata
+            log.debug("core properties unreadable", exc_info=True)
+        return Conversion(
+            markdown=markdown,
+            converter=self.name,
+            converter_version=self.version,
+            line_pages=line_pages,
+            page_count=len(slides),
+            metadata=meta,
+        )
