@@ -2,7 +2,12 @@
 short leases so crash recovery is observable within a test."""
 
 from provenance_site.settings.base import *  # noqa: F403
-from provenance_site.settings.base import BROKER_DIR, CELERY_BROKER_URL, VAR_DIR
+from provenance_site.settings.base import (
+    BROKER_DIR,
+    CELERY_BROKER_URL,
+    EMBEDDED_DATABASE_NAME,
+    VAR_DIR,
+)
 from provenance_site.env import env_bool, env_int
 
 SECRET_KEY = "test-only-key"  # noqa: S105
@@ -26,7 +31,9 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 if CELERY_BROKER_URL.startswith("filesystem"):
-    _dir = BROKER_DIR.parent / "test-broker"
+    # one folder per database name, so two test runs on one machine stay apart
+    TEST_BROKER_DIR = BROKER_DIR.parent / f"test-broker-{EMBEDDED_DATABASE_NAME}"
+    _dir = TEST_BROKER_DIR
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_dir / "queue"),
         "data_folder_out": str(_dir / "queue"),

@@ -22,7 +22,8 @@ class WorkerProcess:
         self.extra_env = extra_env or {}
         self.process: subprocess.Popen | None = None
         ARTIFACTS.mkdir(exist_ok=True)
-        self.log_path = ARTIFACTS / f"worker-{name}.log"
+        suffix = os.environ.get("PROVENANCE_DB_NAME", "")
+        self.log_path = ARTIFACTS / f"worker-{name}{'-' + suffix if suffix else ''}.log"
         self.log_path.write_text("")  # restarts append; a new instance starts clean
 
     def env(self) -> dict[str, str]:
@@ -37,7 +38,7 @@ class WorkerProcess:
         return env
 
     def start(self, timeout: float = 60) -> None:
-        schedule = ARTIFACTS / f"beat-{self.name}"
+        schedule = self.log_path.with_suffix(".beat")
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "provenance_site", "worker", "-B",
@@ -71,4 +72,8 @@ class WorkerProcess:
 
 
 def reset_broker_folder() -> None:
-    shutil.rmtree(ROOT / "var" / "test-broker", ignore_errors=True)
+    from django.conf import settings
+
+    folder = getattr(settings, "TEST_BROKER_DIR", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
