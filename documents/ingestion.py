@@ -179,6 +179,7 @@ def _chunks_replace(markdown: DocumentMarkdown) -> None:
         pages = [d.page_number for d in drafts if d.page_number is not None]
         chunk = Chunk(
             file=record, markdown=markdown, vector_database_id=database_id, position=position,
+            organization_id=record.organization_id, data_source_id=record.data_source_id,
             chunk_text=text, token_count=span.token_count,
             content_hash=hashlib.sha256(text.encode()).hexdigest(),
             hierarchy=drafts[0].hierarchy, section=" > ".join(drafts[0].hierarchy),
@@ -241,10 +242,15 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
     record = File.objects.select_for_update().get(pk=file_id)
     DocumentMarkdown.objects.filter(file=record, is_active=True).update(is_active=False)
     DocumentMarkdown.objects.filter(pk=markdown.pk).update(is_active=True, published_at=now)
-    File.objects.filter(
+    older = File.objects.filter(
         data_source_id=record.data_source_id, name=record.name, revision__lt=record.revision,
-        superseded_at__isnull=True,
-    ).update(superseded_at=now)
+    )
+    older.filter(superseded_at__isnull=True).update(superseded_at=now)
+    Chunk.objects.filter(Q(file=record) | Q(file__in=older)).exclude(markdown=markdown).update(
+        is_retrievable=False
+    )
+    if record.deleted_at is None:
+        Chunk.objects.filter(markdown=markdown).update(is_retrievable=True)
     _advance(file_id, to=FileStatus.READY, ready_at=now)
     index_hash_refresh(database_id=record.data_source.vector_database_id)
 

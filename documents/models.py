@@ -115,6 +115,9 @@ class File(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    document_id = models.UUIDField(
+        default=uuid.uuid4, db_index=True, help_text="Stable across revisions of the same name."
+    )
     organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="files")
     data_source = models.ForeignKey(DataSource, on_delete=models.PROTECT, related_name="files")
     name = models.CharField(max_length=255)
@@ -142,6 +145,8 @@ class File(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     ready_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    deletion_reason = models.TextField(blank=True, default="")
 
     class Meta:
         constraints = [
@@ -210,6 +215,12 @@ class Chunk(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     file = models.ForeignKey(File, on_delete=models.PROTECT, related_name="chunks")
     markdown = models.ForeignKey(DocumentMarkdown, on_delete=models.PROTECT, related_name="chunks")
+    # denormalised so the retrieval query filters on one table next to the HNSW index
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
+    data_source = models.ForeignKey(DataSource, on_delete=models.PROTECT, related_name="+")
+    is_retrievable = models.BooleanField(
+        default=False, help_text="Active Markdown of a current, undeleted revision."
+    )
     vector_database = models.ForeignKey(
         "retrieval.VectorDatabase", on_delete=models.PROTECT, related_name="chunks"
     )
@@ -245,6 +256,10 @@ class Chunk(models.Model):
                 opclasses=["vector_cosine_ops"],
             ),
             GinIndex(fields=["search_vector"], name="chunk_search_gin"),
+            models.Index(
+                fields=["data_source"], name="chunk_retrievable",
+                condition=models.Q(is_retrievable=True),
+            ),
         ]
 
     def __str__(self) -> str:

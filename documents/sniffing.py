@@ -62,13 +62,11 @@ def _zip_kind(head: bytes, path: str | None) -> str:
 
 
 def _decode_head(head: bytes) -> str:
-    """UTF-8 text of ``head``, tolerating a character cut at its end."""
-    try:
-        return head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(head) - 3:
-            return head[: exc.start].decode("utf-8")
-        raise UnsupportedFile("the file is neither UTF-8 text nor a supported document") from exc
+    """UTF-8 text of ``head``; a few stray bytes (a Latin-1 "°") are tolerated."""
+    text = head.decode("utf-8", errors="replace")
+    if text.count("\ufffd") > max(3, len(text) // 100):
+        raise UnsupportedFile("the file is neither UTF-8 text nor a supported document")
+    return text
 
 
 def _text_kind(head: bytes, extension_kind: str | None) -> str:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import unicodedata
+import uuid
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import IO
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
 
 from documents import ingestion
 from documents.models import ApiKey, DataSource, File, Organization
@@ -131,8 +131,9 @@ def _current_revision(data_source: DataSource, name: str) -> File | None:
 @transaction.atomic
 def _record(data_source, name, kind, content_type, size, sha256, key, user, api_key) -> File:  # noqa: ANN001
     DataSource.objects.select_for_update().get(pk=data_source.pk)  # serialises revision numbers
-    latest = File.objects.filter(data_source=data_source, name=name).aggregate(Max("revision"))
+    latest = File.objects.filter(data_source=data_source, name=name).order_by("-revision").first()
     record = File.objects.create(
+        document_id=latest.document_id if latest else uuid.uuid4(),
         organization_id=data_source.organization_id,
         data_source=data_source,
         name=name,
@@ -141,7 +142,7 @@ def _record(data_source, name, kind, content_type, size, sha256, key, user, api_
         size=size,
         sha256=sha256,
         storage_key=key,
-        revision=(latest["revision__max"] or 0) + 1,
+        revision=latest.revision + 1 if latest else 1,
         uploaded_by=user if user is not None and user.is_authenticated else None,
         uploaded_with_key=api_key,
     )

@@ -7,6 +7,8 @@ import os
 from celery import Celery
 from celery.signals import worker_process_init, worker_ready
 
+import provenance_site.broker  # noqa: F401 - registers the embedded broker's URL scheme
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance_site.settings.local")
 
 app = Celery("provenance")

@@ -4,9 +4,13 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from citations.api.views import CitationValidateView
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/flow/", include("documents.api.urls")),
+    path("semantics/", include("citations.api.urls")),
+    path("v1/citations/validate", CitationValidateView.as_view(), name="citations-validate"),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
 ]

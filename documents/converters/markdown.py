@@ -13,14 +13,24 @@ from documents.converters.base import Conversion, ConversionError
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 
 
+# more invalid bytes than this share means the file is not text in any encoding we read
+MAX_INVALID_SHARE = 0.01
+
+
 def decode_utf8(data: bytes) -> str:
-    """Text of ``data``; a readable error names the first bad byte."""
+    """Text of ``data``; a few invalid bytes become U+FFFD so line numbers survive.
+
+    A file that is mostly not UTF-8 fails with a reason naming the first bad byte.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConversionError(
-            f"the file is not valid UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        ) from exc
+        text = data.decode("utf-8", errors="replace")
+        if text.count("\ufffd") > max(1, len(text) * MAX_INVALID_SHARE):
+            raise ConversionError(
+                f"the file is not valid UTF-8 text (byte 0x{data[exc.start]:02x} "
+                f"at offset {exc.start})"
+            ) from exc
     return text.removeprefix("\ufeff")
 
 

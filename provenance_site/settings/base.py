@@ -135,10 +135,10 @@ PROVENANCE_STALL_SWEEP_SECONDS = env_int("PROVENANCE_STALL_SWEEP_SECONDS", 30, m
 PROVENANCE_WARM_EMBEDDER = env_bool("PROVENANCE_WARM_EMBEDDER", True)
 
 # --- Celery ----------------------------------------------------------------------
-# With no broker configured, messages travel through a folder under var/: a real
-# worker process, no extra server. Set CELERY_BROKER_URL (redis://, amqp://) to
+# With no broker configured, messages travel through a folder under var/ (see
+# provenance_site/broker.py): a real worker process, no extra server. Set CELERY_BROKER_URL (redis://, amqp://) to
 # share the work between workers on many hosts.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or "filesystem://localhost/"
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or "provfs://localhost/"
 BROKER_DIR = VAR_DIR / env_str("PROVENANCE_BROKER_DIR_NAME", "broker")
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
@@ -148,7 +148,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "store_processed": False,
         "polling_interval": 0.1,
     }
-    if CELERY_BROKER_URL.startswith("filesystem")
+    if CELERY_BROKER_URL.startswith("provfs")
     else {"visibility_timeout": PROVENANCE_INGEST_LEASE_SECONDS * 2}
 )
 CELERY_TASK_SERIALIZER = "json"

@@ -30,7 +30,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(PROVENANCE_STALL_SWEEP_SECONDS),
     },
 }
-if CELERY_BROKER_URL.startswith("filesystem"):
+if CELERY_BROKER_URL.startswith("provfs"):
     # one folder per database name, so two test runs on one machine stay apart
     TEST_BROKER_DIR = BROKER_DIR.parent / f"test-broker-{EMBEDDED_DATABASE_NAME}"
     _dir = TEST_BROKER_DIR

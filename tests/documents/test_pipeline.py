@@ -97,8 +97,8 @@ def test_a_new_revision_supersedes_the_old_one_which_stays_readable(celery_worke
 
 def test_a_bad_file_fails_with_a_reason_and_the_next_one_still_ingests(celery_worker, corpus):
     source = factories.data_source()
-    # valid UTF-8 where the upload sniffs it, broken further in: only conversion sees it
-    broken = b"# Title\n\n" + b"All good text. " * 1000 + b"broken \xff\xfe bytes\n"
+    # valid UTF-8 where the upload sniffs it, mostly binary further in: only conversion sees it
+    broken = b"# Title\n\n" + b"All good text. " * 1000 + bytes(range(128, 256)) * 40
     bad = factories.upload(source, "bad.md", broken).file
     good = factories.upload(source, "good.md", (corpus / "docling/md/duck.md").read_bytes()).file
     bad = wait_for_status(bad.pk)

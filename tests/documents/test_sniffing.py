@@ -51,7 +51,8 @@ def test_text_kinds_follow_the_extension_and_html_is_detected():
         (_zip({"xl/workbook.xml": "<w/>"}), "sheet.xlsx", "XLSX"),
         (_zip({"a.txt": "x"}), "a.zip", "ZIP archives"),
         (b"%PDF-1.7\n", "report.docx", "content is PDF but the name says DOCX"),
-        (b"\x89PNG\r\n\x1a\n\x00\x00", "image.png", "neither UTF-8 text"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "image.png", "binary data"),
+        (bytes(range(128, 256)) * 4, "blob.txt", "neither UTF-8 text"),
         (b"abc\x00def", "nul.txt", "binary data"),
     ],
 )

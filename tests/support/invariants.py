@@ -42,6 +42,7 @@ def assert_chunk_invariants(markdown: str, chunk, locations, body_start: int = 0
         last = markdown.count("\n", 0, max(loc.char_end - 1, loc.char_start)) + 1
         assert (loc.line_number_start, loc.line_number_end) == (first, last)
         lines = markdown.split("\n")[first - 1 : last]
-        assert markdown[loc.char_start : loc.char_end] in "\n".join(lines)
+        # a location cut at a page break ends with its last line's newline
+        assert markdown[loc.char_start : loc.char_end] in "\n".join(lines) + "\n"
         assert loc.hierarchy == headings_in_force(markdown, loc.char_start, body_start)
     assert chunk.hierarchy == locations[0].hierarchy

@@ -1,0 +1,133 @@
+"""The source-citation endpoints (``/semantics/apps/…``) and the validator."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from citations import selectors
+from citations.api.serializers import (
+    QueryInput,
+    claim_output,
+    quoted_source_output,
+    query_execution_output,
+)
+from citations.services import QueryRejected, query_execute, query_validate
+from citations.validation import validate_citations
+from documents.api.errors import ApiError
+from documents.models import ApiKey, Chunk
+from documents.tenancy import organization_of
+
+
+class _AppView(APIView):
+    """Public apps answer without a key, so access is decided per app, not globally."""
+
+    permission_classes = [AllowAny]
+
+    def app(self, request: Request, llm_app_id: str):  # noqa: ANN201
+        return selectors.app_for_caller(app_id=llm_app_id, organization=organization_of(request))
+
+
+class QueryExecutionsView(_AppView):
+    """Ask the app a question; the answer carries ``[n]`` references."""
+
+    @extend_schema(request=QueryInput)
+    def post(self, request: Request, llm_app_id: str) -> Response:
+        app = self.app(request, llm_app_id)
+        if not isinstance(request.data, dict) or "query" not in request.data:
+            raise ApiError("the body must be a JSON object with a 'query' string",
+                           code="invalid_query", param="query")
+        try:
+            execution = query_execute(
+                app=app, question=request.data["query"], user=request.user,
+                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+            )
+        except QueryRejected as exc:
+            raise ApiError(exc.message, code=exc.code, param="query") from exc
+        return Response(query_execution_output(execution, request), status=status.HTTP_201_CREATED)
+
+
+class QueryExecutionDetailView(_AppView):
+    """A recorded answer, with every retrieval hit and its citation payload."""
+
+    def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
+        execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
+        body = query_execution_output(execution, request)
+        body["hits"] = [
+            {"k_pos": h.k_pos, "k_final": h.k_final, "retriever_type": h.retriever_type,
+             "score_raw": h.score_raw, "score_norm": h.score_norm, "rerank_score": h.rerank_score,
+             "citation": h.payload}
+            for h in execution.hits.order_by("k_pos")
+        ]
+        return Response(body)
+
+
+class QuotedSourcesView(_AppView):
+    """The sources behind the answer's ``[n]`` markers (source-citation v2)."""
+
+    def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
+        execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
+        sources = selectors.quoted_sources_of(execution=execution)
+        return Response([quoted_source_output(s, request) for s in sources])
+
+
+class SentenceCitationsView(_AppView):
+    """Deprecated v1: sentence-level citations of an answer."""
+
+    def post(self, request: Request, llm_app_id: str, query_execution_id: str) -> Response:
+        app = self.app(request, llm_app_id)
+        execution = selectors.query_for_app(app=app, query_id=query_execution_id)
+        claims = list(selectors.claims_of(execution=execution))
+        return Response([claim_output(c, len(claims), request, app.answer_threshold)
+                         for c in claims])
+
+
+class QueryValidationView(_AppView):
+    """Re-validate a recorded answer's citations against the live index."""
+
+    def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
+        execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
+        return Response(query_validate(execution=execution))
+
+
+class CitationValidateView(APIView):
+    """Validate a citation payload list; snippets of the caller's organization are
+    checked against the live index hash, analyzer and revision."""
+
+    def post(self, request: Request) -> Response:
+        items = request.data.get("citations") if isinstance(request.data, dict) else None
+        if not isinstance(items, list):
+            raise ValidationError({"citations": "a list of citation payloads is required"})
+        allow_cross = bool(request.data.get("allow_cross_section", False))
+        ids = [str(i.get("snippet_id")) for i in items if isinstance(i, dict)]
+        chunks = _chunks_of(organization_of(request), ids)
+        live_hashes = {c.vector_database.index_hash for c in chunks.values()}
+        analyzers = {c.vector_database.analyzer for c in chunks.values()}
+        from citations.payload import revision_label
+
+        result = validate_citations(
+            items, allow_cross_section=allow_cross,
+            live_index_hash=live_hashes.pop() if len(live_hashes) == 1 else None,
+            read_analyzer=analyzers.pop() if len(analyzers) == 1 else None,
+            revisions={k: revision_label(c.file.revision, c.file.sha256) for k, c in chunks.items()},
+        )
+        return Response({"result": result})
+
+
+def _chunks_of(organization, ids: list[str]) -> dict[str, Chunk]:  # noqa: ANN001
+    import uuid
+
+    valid = []
+    for raw in ids:
+        try:
+            valid.append(uuid.UUID(raw))
+        except ValueError:
+            continue
+    rows = Chunk.objects.filter(organization=organization, pk__in=valid).select_related(
+        "file", "vector_database").defer("embedding", "chunk_text")
+    return {str(c.pk): c for c in rows}

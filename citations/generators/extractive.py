@@ -1,0 +1,123 @@
+"""The default generator: the answer is made of the retrieved sentences that
+best answer the question, quoted verbatim, so every claim is provable.
+
+Candidate sentences are pre-ranked by word overlap with the question and by
+their chunk's retrieval score, the best few are embedded, and those closest
+to the question (above a relevance floor) form the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from citations.generators import Claim, Passage
+from retrieval.embedders import default_embedder
+
+_BLOCK_SPLIT = re.compile(r"\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+_LEAD = re.compile(r"(?:\s*(?:[-*+>]|\d{1,3}[.)])\s+|\s*\|?\s*)")
+_WORD = re.compile(r"[^\W_]+")
+_STOP = frozenset(
+    "a an and are as at be by can do does for from has have how i in is it its of on or our "
+    "the their there this to was we were what when where which who whom why will with you your "
+    "did many much".split()
+)
+MIN_WORDS = 4
+CANDIDATES_TO_EMBED = 24
+# a further sentence must be nearly as relevant as the best one, or it is noise
+RELATIVE_FLOOR = 0.7
+# relevance = cosine(question, sentence) + these shares of word overlap and chunk score
+LEXICAL_WEIGHT = 0.3
+PRIOR_WEIGHT = 0.05
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    passage: int
+    start: int
+    end: int
+    text: str
+    overlap: float
+    prior: float
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower()[:6] for w in _WORD.findall(text) if w.lower() not in _STOP}
+
+
+def _is_structural(line: str) -> bool:
+    stripped = line.strip()
+    return stripped.startswith("#") or set(stripped) <= set("|-: ")
+
+
+def sentences_of(text: str) -> list[tuple[int, int]]:
+    """Verbatim sentence spans of a chunk, headings and table rulers skipped."""
+    spans: list[tuple[int, int]] = []
+    for line_match in re.finditer(r"[^\n]+", text):
+        if _is_structural(line_match.group()):
+            continue
+        line, offset = line_match.group(), line_match.start()
+        cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(line)] + [len(line)]
+        for piece_start, piece_end in zip(cuts, cuts[1:], strict=False):
+            start, end = offset + piece_start, offset + piece_end
+            lead = _LEAD.match(text, start, end)
+            start = lead.end() if lead else start
+            while end > start and text[end - 1] in " |\t":
+                end -= 1
+            is_row = line.lstrip().startswith("|")
+            if len(_WORD.findall(text[start:end])) >= (2 if is_row else MIN_WORDS):
+                spans.append((start, end))
+    return spans
+
+
+class ExtractiveGenerator:
+    name = "extractive"
+
+    def __init__(self, *, max_sentences: int = 3, threshold: float = 0.35) -> None:
+        self.max_sentences = max_sentences
+        self.threshold = threshold
+
+    def generate(
+        self, *, question: str, question_vector: Sequence[float], passages: Sequence[Passage]
+    ) -> list[Claim]:
+        candidates = self._candidates(question, passages)
+        if not candidates:
+            return []
+        vectors = np.asarray(default_embedder().embed_documents([c.text for c in candidates]))
+        similarity = (vectors @ np.asarray(question_vector)).tolist()
+        scored = [
+            (c, sim + LEXICAL_WEIGHT * c.overlap + PRIOR_WEIGHT * c.prior)
+            for c, sim in zip(candidates, similarity, strict=True)
+        ]
+        scored.sort(key=lambda pair: (-pair[1], pair[0].passage, pair[0].start))
+        return self._select(scored)
+
+    def _candidates(self, question: str, passages: Sequence[Passage]) -> list[_Sentence]:
+        asked = _words(question)
+        found: list[_Sentence] = []
+        for passage in passages:
+            for start, end in sentences_of(passage.text):
+                text = passage.text[start:end]
+                overlap = len(asked & _words(text)) / (len(asked) or 1)
+                found.append(_Sentence(passage.index, start, end, text, overlap,
+                                       passage.score_norm))
+        found.sort(key=lambda s: (-(s.overlap + 0.5 * s.prior), s.passage, s.start))
+        return found[:CANDIDATES_TO_EMBED]
+
+    def _select(self, ranked: list[tuple[_Sentence, float]]) -> list[Claim]:
+        claims: list[Claim] = []
+        seen: set[str] = set()
+        floor = max(self.threshold, ranked[0][1] * RELATIVE_FLOOR) if ranked else self.threshold
+        for sentence, score in ranked:
+            if score < floor or len(claims) >= self.max_sentences:
+                break
+            reply = " ".join(sentence.text.split())
+            if reply.lower() in seen:  # overlapping chunks repeat sentences
+                continue
+            seen.add(reply.lower())
+            claims.append(Claim(sentence.passage, sentence.start, sentence.end, reply, score))
+        return claims

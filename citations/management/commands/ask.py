@@ -1,0 +1,76 @@
+"""Ask a question from the command line; prints the answer and its sources."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from citations.models import App
+from citations.selectors import claims_of, quoted_sources_of
+from citations.services import QueryRejected, query_execute
+
+
+class Command(BaseCommand):
+    help = "Answer QUESTION with [n] references and list the sources (file, page, lines, section)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("question")
+        parser.add_argument("--app", help="app name or id (default: the only app)")
+        parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+    def handle(self, *args: object, **options: object) -> None:
+        app = self._app(options["app"])
+        try:
+            execution = query_execute(app=app, question=options["question"], origin="cli")
+        except QueryRejected as exc:
+            raise CommandError(exc.message) from exc
+        sources = list(quoted_sources_of(execution=execution))
+        if options["json"]:
+            self.stdout.write(json.dumps(_as_json(execution, sources), indent=2, default=str))
+            return
+        self.stdout.write(execution.answer + "\n")
+        for source in sources:
+            page = f"p. {source.page_start}" if source.page_start else "no page"
+            if source.page_end and source.page_end != source.page_start:
+                page = f"pp. {source.page_start}-{source.page_end}"
+            self.stdout.write(
+                f"[{source.quoted_as}] {source.document_name} (rev {source.file_revision}), {page}, "
+                f"lines {source.line_number_start}-{source.line_number_end}, "
+                f"section: {source.section or '(top)'}"
+            )
+        self.stdout.write(f"\nquery_id {execution.pk}")
+
+    def _app(self, wanted: object) -> App:
+        apps = App.objects.all()
+        if wanted:
+            found = [a for a in apps if a.name == wanted or str(a.pk) == wanted]
+            if not found:
+                raise CommandError(f"unknown app {wanted!r}")
+            if len(found) > 1:
+                raise CommandError(f"several apps are named {wanted!r}; pass its id")
+            return found[0]
+        apps = list(apps[:2])
+        if len(apps) != 1:
+            raise CommandError("--app is required when there is not exactly one app")
+        return apps[0]
+
+
+def _as_json(execution, sources) -> dict:  # noqa: ANN001
+    return {
+        "query_id": str(execution.pk),
+        "answer": execution.answer,
+        "index_hash": execution.index_hash,
+        "sources": [
+            {"quoted_as": s.quoted_as, "document": s.document_name, "file_id": str(s.file_id),
+             "revision": s.file_revision, "page_start": s.page_start, "page_end": s.page_end,
+             "line_number_start": s.line_number_start, "line_number_end": s.line_number_end,
+             "section": s.section, "chunk_id": str(s.chunk_id), "score": s.score}
+            for s in sources
+        ],
+        "claims": [
+            {"reply_sentence": c.reply_sentence, "source_sentence": c.source_sentence,
+             "quoted_as": c.quoted_source.quoted_as}
+            for c in claims_of(execution=execution)
+        ],
+    }

@@ -1,0 +1,51 @@
+"""Reads of answers and their evidence, scoped to an app the caller may use."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import QuerySet
+from django.http import Http404
+from rest_framework.exceptions import NotAuthenticated
+
+from citations.llm_apps import app_find, app_visible_to
+from citations.models import App, ClaimCitation, QueryExecution, QuotedSource
+from documents.models import Organization
+
+
+def app_for_caller(*, app_id: str, organization: Organization | None) -> App:
+    """The app, if the caller may query it: 401 without credentials, else 404."""
+    app = app_find(app_id=app_id)
+    if app is not None and app_visible_to(app=app, organization=organization):
+        return app
+    if organization is None and app is not None:
+        raise NotAuthenticated("this app is private: an API key is required")
+    raise Http404("app not found")
+
+
+def query_for_app(*, app: App, query_id: str) -> QueryExecution:
+    try:
+        key = uuid.UUID(str(query_id))
+    except ValueError as exc:
+        raise Http404("query not found") from exc
+    execution = QueryExecution.objects.filter(app=app, pk=key).first()
+    if execution is None:
+        raise Http404("query not found")
+    return execution
+
+
+def quoted_sources_of(*, execution: QueryExecution) -> QuerySet[QuotedSource]:
+    return (
+        QuotedSource.objects.filter(query=execution)
+        .select_related("file", "chunk", "query")
+        .defer("chunk__embedding", "chunk__chunk_text")
+        .order_by("id")
+    )
+
+
+def claims_of(*, execution: QueryExecution) -> QuerySet[ClaimCitation]:
+    return (
+        ClaimCitation.objects.filter(query=execution)
+        .select_related("quoted_source", "quoted_source__file")
+        .order_by("segment")
+    )

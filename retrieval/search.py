@@ -1,0 +1,131 @@
+"""Hybrid retrieval in one SQL statement: pgvector cosine search (HNSW) and
+Postgres full-text search, fused by reciprocal rank fusion.
+
+Filtering by organization and data sources happens inside the statement, on
+columns of the chunk table itself, so the HNSW scan (iterative, pgvector 0.8)
+never returns another tenant's rows. The lexical side is an OR of the
+question's words over a bounded candidate set, so frequent words cannot make
+ranking scan thousands of long chunks.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+RRF_K = 60
+LEXICAL_CANDIDATE_CAP = 400
+EF_SEARCH = 100
+
+_SQL = """
+WITH semantic AS (
+    SELECT c.id, c.embedding <=> %(vector)s::vector AS distance
+    FROM documents_chunk c
+    WHERE c.organization_id = %(organization)s
+      AND c.data_source_id = ANY(%(data_sources)s)
+      AND c.is_retrievable
+    ORDER BY c.embedding <=> %(vector)s::vector
+    LIMIT %(k)s
+), semantic_ranked AS (
+    SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM semantic
+), lexical_candidates AS (
+    SELECT c.id, c.search_vector
+    FROM documents_chunk c
+    WHERE c.search_vector @@ to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)
+      AND c.organization_id = %(organization)s
+      AND c.data_source_id = ANY(%(data_sources)s)
+      AND c.is_retrievable
+    LIMIT %(lexical_cap)s
+), lexical AS (
+    SELECT id, ts_rank_cd(search_vector, to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)) AS score
+    FROM lexical_candidates
+), lexical_ranked AS (
+    SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank
+    FROM lexical ORDER BY score DESC, id LIMIT %(k)s
+), fused AS (
+    SELECT coalesce(s.id, l.id) AS id, s.rank AS semantic_rank, l.rank AS lexical_rank,
+           l.score AS lexical_score,
+           coalesce(1.0 / (%(rrf_k)s + s.rank), 0) + coalesce(1.0 / (%(rrf_k)s + l.rank), 0) AS rrf
+    FROM semantic_ranked s FULL OUTER JOIN lexical_ranked l ON s.id = l.id
+)
+SELECT f.id, f.semantic_rank, f.lexical_rank, f.lexical_score, f.rrf,
+       greatest(0, least(1, 1 - (c.embedding <=> %(vector)s::vector))) AS score_norm,
+       c.section
+FROM fused f JOIN documents_chunk c ON c.id = f.id
+ORDER BY f.rrf DESC, score_norm DESC, c.section ASC, f.id::text ASC
+LIMIT %(top)s
+"""
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One fused result; ``score_raw`` is the RRF score, ``score_norm`` the cosine in 0..1."""
+
+    chunk_id: uuid.UUID
+    section: str
+    score_raw: float
+    score_norm: float
+    semantic_rank: int | None
+    lexical_rank: int | None
+    lexical_score: float | None
+
+    @property
+    def retriever_type(self) -> str:
+        if self.semantic_rank and self.lexical_rank:
+            return "HYBRID_SEARCH"
+        return "SEMANTIC_SEARCH" if self.semantic_rank else "FULL_TEXT_SEARCH"
+
+
+def or_tsquery(question: str) -> str:
+    """``word1 | word2 | …`` from the question's words (tsquery syntax stripped)."""
+    words = [w.lower() for w in _WORD.findall(question)][:64]
+    return " | ".join(dict.fromkeys(words)) or "__no_words__"
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def hybrid_search(
+    *,
+    organization_id: uuid.UUID,
+    data_source_ids: Sequence[uuid.UUID],
+    question: str,
+    query_vector: Sequence[float],
+    candidate_k: int = 40,
+    top_k: int = 8,
+    analyzer: str = "english",
+) -> list[SearchHit]:
+    """The top ``top_k`` chunks by RRF over semantic and full-text candidates."""
+    if not data_source_ids:
+        return []
+    params = {
+        "vector": vector_literal(query_vector),
+        "organization": organization_id,
+        "data_sources": list(data_source_ids),
+        "k": candidate_k,
+        "analyzer": analyzer,
+        "tsquery": or_tsquery(question),
+        "lexical_cap": LEXICAL_CANDIDATE_CAP,
+        "rrf_k": RRF_K,
+        "top": top_k,
+    }
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [EF_SEARCH])
+        cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        cursor.execute(_SQL, params)
+        rows = cursor.fetchall()
+    return [
+        SearchHit(
+            chunk_id=row[0], semantic_rank=row[1], lexical_rank=row[2],
+            lexical_score=float(row[3]) if row[3] is not None else None,
+            score_raw=float(row[4]), score_norm=float(row[5]), section=row[6],
+        )
+        for row in rows
+    ]
