@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from citations.models import App, ClaimCitation, QueryExecution, QuotedSource, RagTrace, RetrievalHit
+from citations.models import (
+    App,
+    ClaimCitation,
+    QueryExecution,
+    QuotedSource,
+    RagTrace,
+    RetrievalHit,
+)
 from documents.admin import ReadOnlyAdmin
 
 
@@ -21,8 +28,17 @@ class QuotedSourceInline(admin.TabularInline):
     model = QuotedSource
     extra = 0
     can_delete = False
-    fields = ["quoted_as", "document_name", "file_revision", "page_start", "line_number_start",
-              "line_number_end", "section", "score", "retriever_type"]
+    fields = [
+        "quoted_as",
+        "document_name",
+        "file_revision",
+        "page_start",
+        "line_number_start",
+        "line_number_end",
+        "section",
+        "score",
+        "retriever_type",
+    ]
     readonly_fields = fields
 
     def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
@@ -44,8 +60,15 @@ class HitInline(admin.TabularInline):
     model = RetrievalHit
     extra = 0
     can_delete = False
-    fields = ["k_pos", "k_final", "retriever_type", "score_raw", "score_norm", "section",
-              "file_revision"]
+    fields = [
+        "k_pos",
+        "k_final",
+        "retriever_type",
+        "score_raw",
+        "score_norm",
+        "section",
+        "file_revision",
+    ]
     readonly_fields = fields
 
     def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
@@ -54,8 +77,16 @@ class HitInline(admin.TabularInline):
 
 @admin.register(QueryExecution)
 class QueryExecutionAdmin(ReadOnlyAdmin):
-    list_display = ["question", "app", "organization", "caller", "status", "validator_status",
-                    "latency_ms", "created_at"]
+    list_display = [
+        "question",
+        "app",
+        "organization",
+        "caller",
+        "status",
+        "validator_status",
+        "latency_ms",
+        "created_at",
+    ]
     list_filter = ["status", "validator_status", "organization", "app", "origin"]
     list_select_related = ["app", "organization"]
     search_fields = ["question", "answer", "=id"]

@@ -17,7 +17,10 @@ class AppError(Exception):
 
 @transaction.atomic
 def app_create(
-    *, organization: Organization, name: str, data_source_names: Sequence[str],
+    *,
+    organization: Organization,
+    name: str,
+    data_source_names: Sequence[str],
     is_public: bool = False,
 ) -> App:
     if App.objects.filter(organization=organization, name=name).exists():

@@ -27,7 +27,7 @@ class App(models.Model):
     name = models.CharField(max_length=200)
     data_sources = models.ManyToManyField("documents.DataSource", related_name="apps")
     is_public = models.BooleanField(default=False, help_text="Public apps need no API key.")
-    top_k = models.PositiveSmallIntegerField(default=8, help_text="Hits kept after fusion.")
+    top_k = models.PositiveSmallIntegerField(default=10, help_text="Hits kept after fusion.")
     candidate_k = models.PositiveSmallIntegerField(
         default=40, help_text="Candidates per retriever (semantic and full-text) before fusion."
     )
@@ -37,7 +37,7 @@ class App(models.Model):
     answer_threshold = models.FloatField(
         default=0.35, help_text="Below this sentence relevance the answer says it found nothing."
     )
-    max_answer_sentences = models.PositiveSmallIntegerField(default=3)
+    max_answer_sentences = models.PositiveSmallIntegerField(default=4)
     generator = models.CharField(
         max_length=40, choices=Generator.choices, default=Generator.EXTRACTIVE
     )
@@ -71,18 +71,23 @@ class QueryExecution(models.Model):
     )
     question = models.TextField()
     answer = models.TextField(blank=True, default="")
-    status = models.CharField(max_length=20, choices=QueryStatus.choices,
-                              default=QueryStatus.RUNNING)
+    status = models.CharField(
+        max_length=20, choices=QueryStatus.choices, default=QueryStatus.RUNNING
+    )
     error_message = models.TextField(blank=True, default="")
     caller_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="query_executions",
     )
     caller_api_key = models.ForeignKey(
         "documents.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    caller = models.CharField(max_length=200, blank=True, default="",
-                              help_text="Who asked, as recorded at the time.")
+    caller = models.CharField(
+        max_length=200, blank=True, default="", help_text="Who asked, as recorded at the time."
+    )
     origin = models.CharField(max_length=30, default="api")
     retriever = models.CharField(max_length=60, default="hybrid-rrf")
     index_hash = models.CharField(max_length=64, blank=True, default="")
@@ -118,9 +123,7 @@ class RetrievalHit(models.Model):
 
     class Meta:
         ordering = ["query", "k_pos"]
-        constraints = [
-            models.UniqueConstraint(fields=["query", "k_pos"], name="hit_unique_rank")
-        ]
+        constraints = [models.UniqueConstraint(fields=["query", "k_pos"], name="hit_unique_rank")]
 
     def __str__(self) -> str:
         return f"#{self.k_pos} {self.section}"
@@ -129,8 +132,9 @@ class RetrievalHit(models.Model):
 class QuotedSource(models.Model):
     """A source the answer cites as ``[quoted_as]``; its text is frozen at query time."""
 
-    query = models.ForeignKey(QueryExecution, on_delete=models.PROTECT,
-                              related_name="quoted_sources")
+    query = models.ForeignKey(
+        QueryExecution, on_delete=models.PROTECT, related_name="quoted_sources"
+    )
     quoted_as = models.CharField(max_length=10)
     hit = models.ForeignKey(RetrievalHit, on_delete=models.PROTECT, related_name="+")
     chunk = models.ForeignKey("documents.Chunk", on_delete=models.PROTECT, related_name="+")
@@ -164,10 +168,10 @@ class QuotedSource(models.Model):
 class ClaimCitation(models.Model):
     """``answer[reply_start:reply_end]`` is supported by ``chunk_text[source_start:source_end]``."""
 
-    query = models.ForeignKey(QueryExecution, on_delete=models.PROTECT,
-                              related_name="claim_citations")
-    quoted_source = models.ForeignKey(QuotedSource, on_delete=models.PROTECT,
-                                      related_name="claims")
+    query = models.ForeignKey(
+        QueryExecution, on_delete=models.PROTECT, related_name="claim_citations"
+    )
+    quoted_source = models.ForeignKey(QuotedSource, on_delete=models.PROTECT, related_name="claims")
     segment = models.PositiveIntegerField()
     reply_sentence = models.TextField()
     reply_start = models.PositiveIntegerField()
@@ -194,12 +198,12 @@ class RagTrace(models.Model):
     seg = models.IntegerField()
     deltaS = models.FloatField(db_column="deltas")  # noqa: N815 - the documented column name
     lambda_state = models.TextField()
-    store = models.TextField(null=True)
-    index_hash = models.TextField(null=True)
-    embed_model = models.TextField(null=True)
-    analyzer = models.TextField(null=True)
-    section_id = models.TextField(null=True)
-    rev = models.TextField(null=True)
+    store = models.TextField(null=True)  # noqa: DJ001 - nullable as documented
+    index_hash = models.TextField(null=True)  # noqa: DJ001 - nullable as documented
+    embed_model = models.TextField(null=True)  # noqa: DJ001 - nullable as documented
+    analyzer = models.TextField(null=True)  # noqa: DJ001 - nullable as documented
+    section_id = models.TextField(null=True)  # noqa: DJ001 - nullable as documented
+    rev = models.TextField(null=True)  # noqa: DJ001 - nullable as documented
     citations = models.JSONField(null=True)
     scores = models.JSONField(null=True)
     kpos = models.JSONField(null=True)

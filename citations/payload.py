@@ -9,8 +9,16 @@ from django.urls import reverse
 from documents.models import Chunk
 
 REQUIRED_FIELDS = (
-    "doc_id", "section_id", "snippet_id", "source_url", "offsets", "tokens", "index_hash",
-    "embed_model", "analyzer", "rev",
+    "doc_id",
+    "section_id",
+    "snippet_id",
+    "source_url",
+    "offsets",
+    "tokens",
+    "index_hash",
+    "embed_model",
+    "analyzer",
+    "rev",
 )
 
 

@@ -102,15 +102,20 @@ def query_execute(
     cleaned = question_clean(question)
     started = time.perf_counter()
     execution = QueryExecution.objects.create(
-        app=app, organization_id=app.organization_id, question=cleaned,
+        app=app,
+        organization_id=app.organization_id,
+        question=cleaned,
         caller_user=user if user is not None and user.is_authenticated else None,
-        caller_api_key=api_key, caller=_caller_label(user, api_key), origin=origin,
+        caller_api_key=api_key,
+        caller=_caller_label(user, api_key),
+        origin=origin,
     )
     try:
         _answer(execution, app, cleaned, retrieval_context, started)
     except Exception as exc:
         QueryExecution.objects.filter(pk=execution.pk).update(
-            status=QueryStatus.FAILED, error_message=f"{type(exc).__name__}: {exc}"[:2000],
+            status=QueryStatus.FAILED,
+            error_message=f"{type(exc).__name__}: {exc}"[:2000],
             completed_at=timezone.now(),
         )
         raise
@@ -118,8 +123,9 @@ def query_execute(
     return execution
 
 
-def _answer(execution: QueryExecution, app: App, question: str, context: str,
-            started: float) -> None:
+def _answer(
+    execution: QueryExecution, app: App, question: str, context: str, started: float
+) -> None:
     index_hash, embed_model, analyzer = _index_identity(app)
     search_text = f"{context}\n{question}".strip() if context else question
     vector = default_embedder().embed_query(search_text)
@@ -138,7 +144,10 @@ def _retrieve(app: App, text: str, vector: list[float], analyzer: str) -> list[_
     hits = hybrid_search(
         organization_id=app.organization_id,
         data_source_ids=list(app.data_sources.values_list("pk", flat=True)),
-        question=text, query_vector=vector, candidate_k=app.candidate_k, top_k=app.top_k,
+        question=text,
+        query_vector=vector,
+        candidate_k=app.candidate_k,
+        top_k=app.top_k,
         analyzer=analyzer,
     )
     chunks = Chunk.objects.select_related("file", "file__data_source").defer("embedding")
@@ -152,18 +161,38 @@ def _retrieve(app: App, text: str, vector: list[float], analyzer: str) -> list[_
 
 
 @transaction.atomic
-def _record(execution: QueryExecution, retrieved: list[_Retrieved], composition: Composition,
-            index_hash: str, embed_model: str, analyzer: str, started: float) -> None:
+def _record(
+    execution: QueryExecution,
+    retrieved: list[_Retrieved],
+    composition: Composition,
+    index_hash: str,
+    embed_model: str,
+    analyzer: str,
+    started: float,
+) -> None:
     hits = [
         RetrievalHit(
-            query=execution, chunk=r.chunk, file=r.chunk.file, file_revision=r.chunk.file.revision,
-            chunk_hash=r.chunk.content_hash, section=r.chunk.section,
-            retriever_type=r.hit.retriever_type, score_raw=r.hit.score_raw,
-            score_norm=r.hit.score_norm, semantic_rank=r.hit.semantic_rank,
-            lexical_rank=r.hit.lexical_rank, k_pos=r.k_pos, k_final=r.k_final,
+            query=execution,
+            chunk=r.chunk,
+            file=r.chunk.file,
+            file_revision=r.chunk.file.revision,
+            chunk_hash=r.chunk.content_hash,
+            section=r.chunk.section,
+            retriever_type=r.hit.retriever_type,
+            score_raw=r.hit.score_raw,
+            score_norm=r.hit.score_norm,
+            semantic_rank=r.hit.semantic_rank,
+            lexical_rank=r.hit.lexical_rank,
+            k_pos=r.k_pos,
+            k_final=r.k_final,
             payload=citation_payload(
-                chunk=r.chunk, index_hash=index_hash, embed_model=embed_model, analyzer=analyzer,
-                score_raw=r.hit.score_raw, score_norm=r.hit.score_norm, k_pos=r.k_pos,
+                chunk=r.chunk,
+                index_hash=index_hash,
+                embed_model=embed_model,
+                analyzer=analyzer,
+                score_raw=r.hit.score_raw,
+                score_norm=r.hit.score_norm,
+                k_pos=r.k_pos,
                 k_final=r.k_final,
             ),
         )
@@ -172,17 +201,24 @@ def _record(execution: QueryExecution, retrieved: list[_Retrieved], composition:
     RetrievalHit.objects.bulk_create(hits)
     sources = _quoted_sources(execution, retrieved, hits, composition)
     segments = _claims(execution, retrieved, hits, composition, sources)
-    validator_status = "ok" if all(s.lambda_state == "convergent" for s in segments) else next(
-        s.lambda_state for s in segments if s.lambda_state != "convergent"
+    validator_status = (
+        "ok"
+        if all(s.lambda_state == "convergent" for s in segments)
+        else next(s.lambda_state for s in segments if s.lambda_state != "convergent")
     )
     if not composition.claims:
         validator_status = "empty_citations"
     now = timezone.now()
     _traces(execution, retrieved, segments, composition, index_hash, embed_model, analyzer, now)
     QueryExecution.objects.filter(pk=execution.pk).update(
-        answer=composition.answer, status=QueryStatus.COMPLETED, index_hash=index_hash,
-        embed_model=embed_model, analyzer=analyzer, validator_status=validator_status,
-        latency_ms=(time.perf_counter() - started) * 1000, completed_at=now,
+        answer=composition.answer,
+        status=QueryStatus.COMPLETED,
+        index_hash=index_hash,
+        embed_model=embed_model,
+        analyzer=analyzer,
+        validator_status=validator_status,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        completed_at=now,
     )
 
 
@@ -191,14 +227,26 @@ def _quoted_sources(execution, retrieved, hits, composition) -> dict[int, Quoted
     for passage, quoted_as in composition.quoted.items():
         chunk, hit = retrieved[passage].chunk, hits[passage]
         sources[passage] = QuotedSource(
-            query=execution, quoted_as=quoted_as, hit=hit, chunk=chunk, file=chunk.file,
-            file_revision=chunk.file.revision, file_sha256=chunk.file.sha256,
-            document_name=chunk.file.name, data_source_id=chunk.file.data_source_id,
-            data_source_name=chunk.file.data_source.name, chunk_hash=chunk.content_hash,
-            chunk_text=chunk.chunk_text, chunk_position=chunk.position, section=chunk.section,
-            page_start=chunk.page_start, page_end=chunk.page_end,
-            line_number_start=chunk.line_number_start, line_number_end=chunk.line_number_end,
-            score=hit.score_norm, retriever_type=hit.retriever_type,
+            query=execution,
+            quoted_as=quoted_as,
+            hit=hit,
+            chunk=chunk,
+            file=chunk.file,
+            file_revision=chunk.file.revision,
+            file_sha256=chunk.file.sha256,
+            document_name=chunk.file.name,
+            data_source_id=chunk.file.data_source_id,
+            data_source_name=chunk.file.data_source.name,
+            chunk_hash=chunk.content_hash,
+            chunk_text=chunk.chunk_text,
+            chunk_position=chunk.position,
+            section=chunk.section,
+            page_start=chunk.page_start,
+            page_end=chunk.page_end,
+            line_number_start=chunk.line_number_start,
+            line_number_end=chunk.line_number_end,
+            score=hit.score_norm,
+            retriever_type=hit.retriever_type,
         )
     QuotedSource.objects.bulk_create(sorted(sources.values(), key=lambda s: int(s.quoted_as)))
     return sources
@@ -209,53 +257,96 @@ def _claims(execution, retrieved, hits, composition, sources) -> list[TraceSegme
     for seg, composed in enumerate(composition.claims, start=1):
         claim, chunk = composed.claim, retrieved[composed.claim.passage].chunk
         hit = hits[claim.passage]
-        rows.append(ClaimCitation(
-            query=execution, quoted_source=sources[claim.passage], segment=seg,
-            reply_sentence=claim.reply, reply_start=composed.reply_start,
-            reply_end=composed.reply_end,
-            source_sentence=chunk.chunk_text[claim.source_start : claim.source_end],
-            source_start=claim.source_start, source_end=claim.source_end,
-            relevance=claim.relevance,
-        ))
+        rows.append(
+            ClaimCitation(
+                query=execution,
+                quoted_source=sources[claim.passage],
+                segment=seg,
+                reply_sentence=claim.reply,
+                reply_start=composed.reply_start,
+                reply_end=composed.reply_end,
+                source_sentence=chunk.chunk_text[claim.source_start : claim.source_end],
+                source_start=claim.source_start,
+                source_end=claim.source_end,
+                relevance=claim.relevance,
+            )
+        )
         code = validate_citations(
-            [hit.payload], read_analyzer=hit.payload["analyzer"],
+            [hit.payload],
+            read_analyzer=hit.payload["analyzer"],
             revisions={str(chunk.pk): revision_label(chunk.file.revision, chunk.file.sha256)},
         )
-        segments.append(TraceSegment(
-            seg=seg, delta_s=max(0.0, 1 - claim.relevance),
-            lambda_state="convergent" if code == "ok" else code, section_id=chunk.section,
-            rev=hit.payload["rev"], citations=[str(chunk.pk)], scores=[hit.score_norm],
-            kpos=[hit.k_pos], kfinal=[hit.k_final],
-        ))
+        segments.append(
+            TraceSegment(
+                seg=seg,
+                delta_s=max(0.0, 1 - claim.relevance),
+                lambda_state="convergent" if code == "ok" else code,
+                section_id=chunk.section,
+                rev=hit.payload["rev"],
+                citations=[str(chunk.pk)],
+                scores=[hit.score_norm],
+                kpos=[hit.k_pos],
+                kfinal=[hit.k_final],
+            )
+        )
     ClaimCitation.objects.bulk_create(rows)
     return segments
 
 
-def _traces(execution, retrieved, segments, composition, index_hash, embed_model, analyzer,  # noqa: ANN001
-            now) -> None:  # noqa: ANN001
+def _traces(
+    execution,
+    retrieved,
+    segments,
+    composition,
+    index_hash,
+    embed_model,
+    analyzer,  # noqa: ANN001
+    now,
+) -> None:  # noqa: ANN001
     top = retrieved[0] if retrieved else None
     question_segment = TraceSegment(
-        seg=0, delta_s=1 - (top.hit.score_norm if top else 0.0),
+        seg=0,
+        delta_s=1 - (top.hit.score_norm if top else 0.0),
         lambda_state="convergent" if composition.claims else "divergent",
         section_id=top.chunk.section if top else "",
         rev=revision_label(top.chunk.file.revision, top.chunk.file.sha256) if top else "",
         citations=[str(r.chunk.pk) for r in retrieved],
         scores=[r.hit.score_norm for r in retrieved],
-        kpos=[r.k_pos for r in retrieved], kfinal=[r.k_final for r in retrieved],
+        kpos=[r.k_pos for r in retrieved],
+        kfinal=[r.k_final for r in retrieved],
     )
     rows = []
     for segment in [question_segment, *segments]:
-        line = trace_line(ts=now, qid=str(execution.pk), k=len(retrieved), index_hash=index_hash,
-                          embed_model=embed_model, segment=segment)
+        line = trace_line(
+            ts=now,
+            qid=str(execution.pk),
+            k=len(retrieved),
+            index_hash=index_hash,
+            embed_model=embed_model,
+            segment=segment,
+        )
         trace_emit(line)
-        rows.append(RagTrace(
-            query=execution, ts=now, qid=str(execution.pk), seg=segment.seg,
-            deltaS=segment.delta_s, lambda_state=segment.lambda_state, store="pgvector",
-            index_hash=index_hash, embed_model=embed_model, analyzer=analyzer,
-            section_id=segment.section_id, rev=segment.rev, citations=list(segment.citations),
-            scores=list(segment.scores), kpos=list(segment.kpos), kfinal=list(segment.kfinal),
-            line=line,
-        ))
+        rows.append(
+            RagTrace(
+                query=execution,
+                ts=now,
+                qid=str(execution.pk),
+                seg=segment.seg,
+                deltaS=segment.delta_s,
+                lambda_state=segment.lambda_state,
+                store="pgvector",
+                index_hash=index_hash,
+                embed_model=embed_model,
+                analyzer=analyzer,
+                section_id=segment.section_id,
+                rev=segment.rev,
+                citations=list(segment.citations),
+                scores=list(segment.scores),
+                kpos=list(segment.kpos),
+                kfinal=list(segment.kfinal),
+                line=line,
+            )
+        )
     RagTrace.objects.bulk_create(rows)
 
 
@@ -263,8 +354,9 @@ def query_validate(*, execution: QueryExecution) -> dict:
     """Re-run the validator on a stored answer against the live index."""
     live = {d.pk: d for d in VectorDatabase.objects.filter(data_sources__apps=execution.app)}
     results = []
-    for claim in execution.claim_citations.select_related("quoted_source__hit",
-                                                          "quoted_source__chunk__file"):
+    for claim in execution.claim_citations.select_related(
+        "quoted_source__hit", "quoted_source__chunk__file"
+    ):
         hit = claim.quoted_source.hit
         chunk = claim.quoted_source.chunk
         database = live.get(chunk.vector_database_id)
@@ -274,11 +366,8 @@ def query_validate(*, execution: QueryExecution) -> dict:
             read_analyzer=database.analyzer if database else None,
             revisions={str(chunk.pk): revision_label(chunk.file.revision, chunk.file.sha256)},
         )
-        results.append({"segment": claim.segment, "result": code,
-                        "snippet_id": str(chunk.pk)})
+        results.append({"segment": claim.segment, "result": code, "snippet_id": str(chunk.pk)})
     status = next((r["result"] for r in results if r["result"] != "ok"), "ok")
     if not results:
         status = "empty_citations"
     return {"query_id": str(execution.pk), "result": status, "segments": results}
-
-

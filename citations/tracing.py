@@ -29,8 +29,9 @@ def _list(values: Sequence[object]) -> str:
     return "[" + ",".join("null" if v is None else str(v) for v in values) + "]"
 
 
-def trace_line(*, ts: datetime, qid: str, k: int, index_hash: str, embed_model: str,
-               segment: TraceSegment) -> str:
+def trace_line(
+    *, ts: datetime, qid: str, k: int, index_hash: str, embed_model: str, segment: TraceSegment
+) -> str:
     return (
         f"ts={ts.isoformat()} qid={qid} seg={segment.seg} deltaS={segment.delta_s:.2f} "
         f"lambda={segment.lambda_state} k={k} store=pgvector index_hash={index_hash} "

@@ -13,8 +13,14 @@ from typing import Any
 from citations.payload import REQUIRED_FIELDS
 
 RETURN_CODES = (
-    "ok", "empty_citations", "bad_offsets", "cross_section_reuse", "missing_score",
-    "mismatch_index_hash", "analyzer_mismatch", "revision_mismatch",
+    "ok",
+    "empty_citations",
+    "bad_offsets",
+    "cross_section_reuse",
+    "missing_score",
+    "mismatch_index_hash",
+    "analyzer_mismatch",
+    "revision_mismatch",
 ) + tuple(f"missing_{field}" for field in REQUIRED_FIELDS)
 
 
@@ -45,7 +51,11 @@ def validate_citations(
     if not all(isinstance(item, Mapping) for item in items):
         return "missing_snippet_id"
     section = items[0].get("section_id")
-    unit = items[0].get("offsets", {}).get("unit") if isinstance(items[0].get("offsets"), Mapping) else None
+    unit = (
+        items[0].get("offsets", {}).get("unit")
+        if isinstance(items[0].get("offsets"), Mapping)
+        else None
+    )
     for item in items:
         for field in REQUIRED_FIELDS:
             if field not in item or item[field] is None:

@@ -56,8 +56,15 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_display = ["prefix", "name", "organization", "created_at", "last_used_at", "revoked_at"]
     list_select_related = ["organization"]
     readonly_fields = ["prefix", "key_hash", "created_at", "last_used_at"]
-    fields = ["organization", "name", "prefix", "key_hash", "created_at", "last_used_at",
-              "revoked_at"]
+    fields = [
+        "organization",
+        "name",
+        "prefix",
+        "key_hash",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # keys are shown once: made by `manage.py create_api_key`
@@ -72,8 +79,18 @@ class DataSourceAdmin(admin.ModelAdmin):
 
 @admin.register(File)
 class FileAdmin(ReadOnlyAdmin):
-    list_display = ["name", "revision", "status_badge", "progress", "kind", "size", "data_source",
-                    "organization", "is_current", "created_at"]
+    list_display = [
+        "name",
+        "revision",
+        "status_badge",
+        "progress",
+        "kind",
+        "size",
+        "data_source",
+        "organization",
+        "is_current",
+        "created_at",
+    ]
     list_filter = ["status", "kind", "organization", "data_source"]
     list_select_related = ["data_source", "organization"]
     search_fields = ["name", "sha256", "=id"]
@@ -95,8 +112,9 @@ class FileAdmin(ReadOnlyAdmin):
 
     @admin.display(description="original")
     def download(self, obj: File) -> str:
-        return format_html('<a href="{}">download original</a>',
-                           reverse("file-content", args=[obj.pk]))
+        return format_html(
+            '<a href="{}">download original</a>', reverse("file-content", args=[obj.pk])
+        )
 
     @admin.action(description="Retry ingestion of the selected failed files")
     def retry_failed(self, request: HttpRequest, queryset: QuerySet[File]) -> None:
@@ -108,8 +126,15 @@ class FileAdmin(ReadOnlyAdmin):
 
 @admin.register(DocumentMarkdown)
 class DocumentMarkdownAdmin(ReadOnlyAdmin):
-    list_display = ["file", "converter", "converter_version", "is_active", "page_count",
-                    "created_at", "published_at"]
+    list_display = [
+        "file",
+        "converter",
+        "converter_version",
+        "is_active",
+        "page_count",
+        "created_at",
+        "published_at",
+    ]
     list_select_related = ["file"]
     list_filter = ["converter", "is_active"]
     search_fields = ["file__name"]
@@ -122,8 +147,15 @@ class LocationInline(admin.TabularInline):
     model = Location
     extra = 0
     can_delete = False
-    fields = ["ordinal", "page_number", "line_number_start", "line_number_end", "char_start",
-              "char_end", "hierarchy"]
+    fields = [
+        "ordinal",
+        "page_number",
+        "line_number_start",
+        "line_number_end",
+        "char_start",
+        "char_end",
+        "hierarchy",
+    ]
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
@@ -132,8 +164,16 @@ class LocationInline(admin.TabularInline):
 
 @admin.register(Chunk)
 class ChunkAdmin(ReadOnlyAdmin):
-    list_display = ["id", "file", "position", "section", "page_start", "line_number_start",
-                    "line_number_end", "token_count"]
+    list_display = [
+        "id",
+        "file",
+        "position",
+        "section",
+        "page_start",
+        "line_number_start",
+        "line_number_end",
+        "token_count",
+    ]
     list_select_related = ["file"]
     search_fields = ["chunk_text", "file__name", "=id"]
     list_filter = ["vector_database"]

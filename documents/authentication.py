@@ -45,7 +45,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         for name in _ORG_HEADERS:
             claimed = request.META.get(name)
             if claimed and claimed.strip() != str(key.organization_id):
-                raise exceptions.AuthenticationFailed("API key does not belong to that organization")
+                raise exceptions.AuthenticationFailed(
+                    "API key does not belong to that organization"
+                )
         return AnonymousUser(), key
 
     def authenticate_header(self, request: Request) -> str:

@@ -14,7 +14,8 @@ Welcome to Acme. This handbook explains how we work together.
 ## Records Retention
 
 Invoices and payroll records are kept for seven years after the end of the fiscal year.
-Personal data of former employees is deleted two years after they leave, unless a legal hold applies.
+Personal data of former employees is deleted two years after they leave,
+unless a legal hold applies.
 
 ## Leave
 
@@ -31,39 +32,56 @@ Employees may work remotely up to three days per week after their probation peri
 """
 
 SECURITY_PAGES = [
-    ("Information Security Policy", [
-        "This policy applies to every employee, contractor and system of Acme.",
-        "The Chief Information Security Officer owns this policy and reviews it every year.",
-    ]),
-    ("Passwords and Access", [
-        "Passwords must be at least fourteen characters long and are never shared.",
-        "Multi-factor authentication is mandatory for email, source code and the VPN.",
-        "Access rights are reviewed by each manager every quarter.",
-    ]),
-    ("Incident Response", [
-        "Security incidents must be reported to the security team within one hour of discovery.",
-        "The incident commander informs affected customers within seventy-two hours.",
-    ]),
+    (
+        "Information Security Policy",
+        [
+            "This policy applies to every employee, contractor and system of Acme.",
+            "The Chief Information Security Officer owns this policy and reviews it every year.",
+        ],
+    ),
+    (
+        "Passwords and Access",
+        [
+            "Passwords must be at least fourteen characters long and are never shared.",
+            "Multi-factor authentication is mandatory for email, source code and the VPN.",
+            "Access rights are reviewed by each manager every quarter.",
+        ],
+    ),
+    (
+        "Incident Response",
+        [
+            "Security incidents must be reported to the security team "
+            "within one hour of discovery.",
+            "The incident commander informs affected customers within seventy-two hours.",
+        ],
+    ),
 ]
 
 TRAVEL = [
     ("Travel Policy", ["Business travel must be approved by a manager before booking."]),
-    ("Flights", ["Flights shorter than six hours are booked in economy class.",
-                 "Flights of six hours or more may be booked in premium economy."]),
+    (
+        "Flights",
+        [
+            "Flights shorter than six hours are booked in economy class.",
+            "Flights of six hours or more may be booked in premium economy.",
+        ],
+    ),
     ("Hotels", ["Hotel costs are reimbursed up to 180 euros per night in major cities."]),
 ]
 
 SLIDES = [
     ("Welcome to Acme", ["Your first week at a glance"], "Greet the new joiners warmly."),
-    ("Your First Day", ["Pick up your laptop at the IT desk at 9:00",
-                        "Lunch with your team at 12:30"], "Mention the badge photo."),
+    (
+        "Your First Day",
+        ["Pick up your laptop at the IT desk at 9:00", "Lunch with your team at 12:30"],
+        "Mention the badge photo.",
+    ),
     ("Tools We Use", ["Chat: Matrix", "Documents: the Provenance library"], ""),
 ]
 
 BENEFITS = {
     "benefits": {
-        "health": {"provider": "MediCare Plus", "coverage": "employee and family",
-                   "dental": True},
+        "health": {"provider": "MediCare Plus", "coverage": "employee and family", "dental": True},
         "pension": {"employer_contribution_percent": 6, "vesting_years": 2},
         "allowances": [
             {"name": "Public transport", "monthly_eur": 49},
@@ -122,9 +140,16 @@ def _pptx(path: Path) -> None:
 def demo_documents_write(folder: Path) -> list[Path]:
     """Write the demo documents into ``folder`` and return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {name: folder / name for name in (
-        "employee-handbook.md", "security-policy.pdf", "travel-policy.docx",
-        "onboarding.pptx", "benefits.json")}
+    paths = {
+        name: folder / name
+        for name in (
+            "employee-handbook.md",
+            "security-policy.pdf",
+            "travel-policy.docx",
+            "onboarding.pptx",
+            "benefits.json",
+        )
+    }
     paths["employee-handbook.md"].write_text(HANDBOOK, encoding="utf-8")
     paths["benefits.json"].write_text(json.dumps(BENEFITS, indent=2), encoding="utf-8")
     _pdf(paths["security-policy.pdf"])

@@ -77,8 +77,9 @@ def file_fail(*, file_id: str, reason: str) -> None:
 
 def file_convert(*, file_id: str) -> bool:
     """Convert the original bytes to Markdown with a location map (in a sandbox)."""
-    if not _claim(file_id, statuses=(FileStatus.PENDING, FileStatus.CONVERTING),
-                  working=FileStatus.CONVERTING):
+    if not _claim(
+        file_id, statuses=(FileStatus.PENDING, FileStatus.CONVERTING), working=FileStatus.CONVERTING
+    ):
         return False
     record = File.objects.get(pk=file_id)
     File.objects.filter(pk=file_id).update(attempts=record.attempts + 1, error_message="")
@@ -101,7 +102,8 @@ def _convert(data: bytes, kind: str) -> Conversion:
     from documents.converters.sandbox import convert_isolated
 
     return convert_isolated(
-        data, kind,
+        data,
+        kind,
         timeout_s=settings.PROVENANCE_CONVERT_TIMEOUT_SECONDS,
         memory_mb=settings.PROVENANCE_CONVERT_MEMORY_MB,
     )
@@ -127,8 +129,9 @@ def _markdown_store(record: File, conversion: Conversion) -> None:
             "metadata": conversion.metadata,
         },
     )
-    spans = [[s.char_start, s.char_end, s.page_number, s.x0, s.y0, s.x1, s.y1]
-             for s in conversion.spans]
+    spans = [
+        [s.char_start, s.char_end, s.page_number, s.x0, s.y0, s.x1, s.y1] for s in conversion.spans
+    ]
     SourceBoxes.objects.update_or_create(markdown=markdown, defaults={"spans": spans})
     pages = conversion.page_count or 0
     _advance(str(record.pk), to=FileStatus.CHUNKING, progress_done=pages, progress_total=pages)
@@ -178,15 +181,23 @@ def _chunks_replace(markdown: DocumentMarkdown) -> None:
         drafts = locator.locate(span.char_start, span.char_end)
         pages = [d.page_number for d in drafts if d.page_number is not None]
         chunk = Chunk(
-            file=record, markdown=markdown, vector_database_id=database_id, position=position,
-            organization_id=record.organization_id, data_source_id=record.data_source_id,
-            chunk_text=text, token_count=span.token_count,
+            file=record,
+            markdown=markdown,
+            vector_database_id=database_id,
+            position=position,
+            organization_id=record.organization_id,
+            data_source_id=record.data_source_id,
+            chunk_text=text,
+            token_count=span.token_count,
             content_hash=hashlib.sha256(text.encode()).hexdigest(),
-            hierarchy=drafts[0].hierarchy, section=" > ".join(drafts[0].hierarchy),
-            char_start=span.char_start, char_end=span.char_end,
+            hierarchy=drafts[0].hierarchy,
+            section=" > ".join(drafts[0].hierarchy),
+            char_start=span.char_start,
+            char_end=span.char_end,
             line_number_start=drafts[0].line_number_start,
             line_number_end=drafts[-1].line_number_end,
-            page_start=min(pages) if pages else None, page_end=max(pages) if pages else None,
+            page_start=min(pages) if pages else None,
+            page_end=max(pages) if pages else None,
         )
         chunks.append(chunk)
         locations += [Location(chunk=chunk, ordinal=i, **vars(d)) for i, d in enumerate(drafts)]
@@ -222,8 +233,9 @@ def file_embed(*, file_id: str) -> bool:
 
 
 @transaction.atomic
-def _batch_store(file_id: str, markdown: DocumentMarkdown, batch: list[Chunk],
-                 vectors: list[list[float]]) -> None:
+def _batch_store(
+    file_id: str, markdown: DocumentMarkdown, batch: list[Chunk], vectors: list[list[float]]
+) -> None:
     for chunk, vector in zip(batch, vectors, strict=True):
         chunk.embedding = vector
     Chunk.objects.bulk_update(batch, ["embedding"])
@@ -243,7 +255,9 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
     DocumentMarkdown.objects.filter(file=record, is_active=True).update(is_active=False)
     DocumentMarkdown.objects.filter(pk=markdown.pk).update(is_active=True, published_at=now)
     older = File.objects.filter(
-        data_source_id=record.data_source_id, name=record.name, revision__lt=record.revision,
+        data_source_id=record.data_source_id,
+        name=record.name,
+        revision__lt=record.revision,
     )
     older.filter(superseded_at__isnull=True).update(superseded_at=now)
     Chunk.objects.filter(Q(file=record) | Q(file__in=older)).exclude(markdown=markdown).update(
@@ -279,8 +293,25 @@ def ingestion_resume_stalled() -> list[str]:
 def file_retry(*, file: File) -> None:
     """Run a failed file's ingestion again from the start."""
     updated = File.objects.filter(pk=file.pk, status=FileStatus.FAILED).update(
-        status=FileStatus.PENDING, error_message="", lease_expires_at=None,
-        progress_done=0, progress_total=0, updated_at=timezone.now(),
+        status=FileStatus.PENDING,
+        error_message="",
+        lease_expires_at=None,
+        progress_done=0,
+        progress_total=0,
+        updated_at=timezone.now(),
     )
     if updated:
         ingestion_queue(file_id=file.pk)
+
+
+@transaction.atomic
+def file_delete(*, file: File, reason: str) -> None:
+    """Hide every revision of a document from retrieval; bytes, chunks and the
+    answers that cited them stay for evidence."""
+    from retrieval.services import index_hash_refresh
+
+    now = timezone.now()
+    revisions = File.objects.filter(data_source_id=file.data_source_id, name=file.name)
+    revisions.filter(deleted_at__isnull=True).update(deleted_at=now, deletion_reason=reason)
+    Chunk.objects.filter(file__in=revisions).update(is_retrievable=False)
+    index_hash_refresh(database_id=file.data_source.vector_database_id)

@@ -49,7 +49,9 @@ class ApiKey(models.Model):
     made. ``prefix`` (public) finds the row, the hash proves the secret.
     """
 
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="api_keys"
+    )
     name = models.CharField(max_length=200, blank=True, default="")
     prefix = models.CharField(max_length=16, unique=True)
     key_hash = models.CharField(max_length=64)
@@ -205,8 +207,13 @@ class DocumentMarkdown(models.Model):
 class SourceBoxes(models.Model):
     """PDF text boxes behind Markdown spans, kept so locations can be recomputed."""
 
-    markdown = models.OneToOneField(DocumentMarkdown, on_delete=models.CASCADE, related_name="boxes")
+    markdown = models.OneToOneField(
+        DocumentMarkdown, on_delete=models.CASCADE, related_name="boxes"
+    )
     spans = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"boxes of {self.markdown_id}"
 
 
 class Chunk(models.Model):
@@ -257,7 +264,8 @@ class Chunk(models.Model):
             ),
             GinIndex(fields=["search_vector"], name="chunk_search_gin"),
             models.Index(
-                fields=["data_source"], name="chunk_retrievable",
+                fields=["data_source"],
+                name="chunk_retrievable",
                 condition=models.Q(is_retrievable=True),
             ),
         ]

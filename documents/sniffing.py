@@ -96,8 +96,10 @@ def sniff(*, head: bytes, name: str, path: str | None = None) -> Sniffed:
         kind = _zip_kind(head, path)
     else:
         kind = _text_kind(head, extension_kind)
-    if extension_kind and extension_kind != kind and not (
-        extension_kind in _TEXT_KINDS and kind in _TEXT_KINDS
+    if (
+        extension_kind
+        and extension_kind != kind
+        and not (extension_kind in _TEXT_KINDS and kind in _TEXT_KINDS)
     ):
         raise UnsupportedFile(
             f"the content is {kind.upper()} but the name says {extension_kind.upper()}"

@@ -72,7 +72,8 @@ def _spool(stream: IO[bytes], limit: int) -> tuple[IO[bytes], str, int, bytes]:
         if size > limit:
             spooled.close()
             raise UploadRejected(
-                f"the file is larger than the limit of {limit} bytes", code="file_too_large",
+                f"the file is larger than the limit of {limit} bytes",
+                code="file_too_large",
                 status=413,
             )
         if len(head) < _SNIFF_BYTES:
@@ -107,12 +108,22 @@ def file_upload(
         if current is not None and current.sha256 == sha256:
             return UploadResult(file=current, duplicate=True)
         key = original_save(
-            stream=spooled, organization_id=data_source.organization_id,
+            stream=spooled,
+            organization_id=data_source.organization_id,
             extension=PurePath(name).suffix.lower()[:10],
         )
     try:
-        record = _record(data_source, name, sniffed.kind, sniffed.content_type, size, sha256, key,
-                         uploaded_by, api_key)
+        record = _record(
+            data_source,
+            name,
+            sniffed.kind,
+            sniffed.content_type,
+            size,
+            sha256,
+            key,
+            uploaded_by,
+            api_key,
+        )
     except Exception:
         original_delete(key)
         raise

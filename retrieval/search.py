@@ -1,6 +1,10 @@
 """Hybrid retrieval in one SQL statement: pgvector cosine search (HNSW) and
 Postgres full-text search, fused by reciprocal rank fusion.
 
+Ranks are SQL ``rank()``: equal distances share a rank, so equal documents get
+equal fused scores and the documented tiebreak (score_norm desc, section asc,
+snippet_id asc) decides their order.
+
 Filtering by organization and data sources happens inside the statement, on
 columns of the chunk table itself, so the HNSW scan (iterative, pgvector 0.8)
 never returns another tenant's rows. The lexical side is an OR of the
@@ -31,7 +35,7 @@ WITH semantic AS (
     ORDER BY c.embedding <=> %(vector)s::vector
     LIMIT %(k)s
 ), semantic_ranked AS (
-    SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM semantic
+    SELECT id, rank() OVER (ORDER BY distance) AS rank FROM semantic
 ), lexical_candidates AS (
     SELECT c.id, c.search_vector
     FROM documents_chunk c
@@ -44,7 +48,7 @@ WITH semantic AS (
     SELECT id, ts_rank_cd(search_vector, to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)) AS score
     FROM lexical_candidates
 ), lexical_ranked AS (
-    SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank
+    SELECT id, score, rank() OVER (ORDER BY score DESC) AS rank
     FROM lexical ORDER BY score DESC, id LIMIT %(k)s
 ), fused AS (
     SELECT coalesce(s.id, l.id) AS id, s.rank AS semantic_rank, l.rank AS lexical_rank,
@@ -123,9 +127,13 @@ def hybrid_search(
         rows = cursor.fetchall()
     return [
         SearchHit(
-            chunk_id=row[0], semantic_rank=row[1], lexical_rank=row[2],
+            chunk_id=row[0],
+            semantic_rank=row[1],
+            lexical_rank=row[2],
             lexical_score=float(row[3]) if row[3] is not None else None,
-            score_raw=float(row[4]), score_norm=float(row[5]), section=row[6],
+            score_raw=float(row[4]),
+            score_norm=float(row[5]),
+            section=row[6],
         )
         for row in rows
     ]

@@ -30,7 +30,7 @@ def index_hash_refresh(*, database_id: str) -> str:
     """Recompute the fingerprint of everything retrievable in the index.
 
     It covers the embed model, the analyzer and the id + content hash of every
-    active chunk, so any change in what can be retrieved changes the hash.
+    retrievable chunk, so any change in what can be retrieved changes the hash.
     """
     database = VectorDatabase.objects.select_for_update().get(pk=database_id)
     with connection.cursor() as cursor:
@@ -40,9 +40,7 @@ def index_hash_refresh(*, database_id: str) -> str:
                 %s || '|' || %s || '|' || coalesce(string_agg(c.id::text || ':' || c.content_hash,
                                                   ',' ORDER BY c.id), ''), 'UTF8')), 'hex')
             FROM documents_chunk c
-            JOIN documents_documentmarkdown m ON m.id = c.markdown_id AND m.is_active
-            JOIN documents_file f ON f.id = c.file_id AND f.superseded_at IS NULL
-            WHERE c.vector_database_id = %s
+            WHERE c.vector_database_id = %s AND c.is_retrievable
             """,
             [database.embed_model, database.analyzer, database.pk],
         )

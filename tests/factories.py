@@ -17,7 +17,8 @@ def organization(name: str = "Acme") -> Organization:
 def data_source(org: Organization | None = None, name: str = "Human Resources") -> DataSource:
     org = org or organization()
     return DataSource.objects.get_or_create(
-        organization=org, name=name,
+        organization=org,
+        name=name,
         defaults={"vector_database": vector_database_default(organization=org)},
     )[0]
 

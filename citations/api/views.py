@@ -14,8 +14,8 @@ from citations import selectors
 from citations.api.serializers import (
     QueryInput,
     claim_output,
-    quoted_source_output,
     query_execution_output,
+    quoted_source_output,
 )
 from citations.services import QueryRejected, query_execute, query_validate
 from citations.validation import validate_citations
@@ -40,11 +40,16 @@ class QueryExecutionsView(_AppView):
     def post(self, request: Request, llm_app_id: str) -> Response:
         app = self.app(request, llm_app_id)
         if not isinstance(request.data, dict) or "query" not in request.data:
-            raise ApiError("the body must be a JSON object with a 'query' string",
-                           code="invalid_query", param="query")
+            raise ApiError(
+                "the body must be a JSON object with a 'query' string",
+                code="invalid_query",
+                param="query",
+            )
         try:
             execution = query_execute(
-                app=app, question=request.data["query"], user=request.user,
+                app=app,
+                question=request.data["query"],
+                user=request.user,
                 api_key=request.auth if isinstance(request.auth, ApiKey) else None,
             )
         except QueryRejected as exc:
@@ -59,9 +64,15 @@ class QueryExecutionDetailView(_AppView):
         execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
         body = query_execution_output(execution, request)
         body["hits"] = [
-            {"k_pos": h.k_pos, "k_final": h.k_final, "retriever_type": h.retriever_type,
-             "score_raw": h.score_raw, "score_norm": h.score_norm, "rerank_score": h.rerank_score,
-             "citation": h.payload}
+            {
+                "k_pos": h.k_pos,
+                "k_final": h.k_final,
+                "retriever_type": h.retriever_type,
+                "score_raw": h.score_raw,
+                "score_norm": h.score_norm,
+                "rerank_score": h.rerank_score,
+                "citation": h.payload,
+            }
             for h in execution.hits.order_by("k_pos")
         ]
         return Response(body)
@@ -83,8 +94,9 @@ class SentenceCitationsView(_AppView):
         app = self.app(request, llm_app_id)
         execution = selectors.query_for_app(app=app, query_id=query_execution_id)
         claims = list(selectors.claims_of(execution=execution))
-        return Response([claim_output(c, len(claims), request, app.answer_threshold)
-                         for c in claims])
+        return Response(
+            [claim_output(c, len(claims), request, app.answer_threshold) for c in claims]
+        )
 
 
 class QueryValidationView(_AppView):
@@ -111,10 +123,13 @@ class CitationValidateView(APIView):
         from citations.payload import revision_label
 
         result = validate_citations(
-            items, allow_cross_section=allow_cross,
+            items,
+            allow_cross_section=allow_cross,
             live_index_hash=live_hashes.pop() if len(live_hashes) == 1 else None,
             read_analyzer=analyzers.pop() if len(analyzers) == 1 else None,
-            revisions={k: revision_label(c.file.revision, c.file.sha256) for k, c in chunks.items()},
+            revisions={
+                k: revision_label(c.file.revision, c.file.sha256) for k, c in chunks.items()
+            },
         )
         return Response({"result": result})
 
@@ -128,6 +143,9 @@ def _chunks_of(organization, ids: list[str]) -> dict[str, Chunk]:  # noqa: ANN00
             valid.append(uuid.UUID(raw))
         except ValueError:
             continue
-    rows = Chunk.objects.filter(organization=organization, pk__in=valid).select_related(
-        "file", "vector_database").defer("embedding", "chunk_text")
+    rows = (
+        Chunk.objects.filter(organization=organization, pk__in=valid)
+        .select_related("file", "vector_database")
+        .defer("embedding", "chunk_text")
+    )
     return {str(c.pk): c for c in rows}

@@ -22,16 +22,62 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _LEAD = re.compile(r"(?:\s*(?:[-*+>]|\d{1,3}[.)])\s+|\s*\|?\s*)")
 _WORD = re.compile(r"[^\W_]+")
 _STOP = frozenset(
-    "a an and are as at be by can do does for from has have how i in is it its of on or our "
-    "the their there this to was we were what when where which who whom why will with you your "
-    "did many much".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "our",
+        "the",
+        "their",
+        "there",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "did",
+        "many",
+        "much",
+    ]
 )
 MIN_WORDS = 4
-CANDIDATES_TO_EMBED = 24
+CANDIDATES_TO_EMBED = 20
 # a further sentence must be nearly as relevant as the best one, or it is noise
-RELATIVE_FLOOR = 0.7
+RELATIVE_FLOOR = 0.65
 # relevance = cosine(question, sentence) + these shares of word overlap and chunk score
-LEXICAL_WEIGHT = 0.3
+LEXICAL_WEIGHT = 0.6
 PRIOR_WEIGHT = 0.05
 
 
@@ -103,8 +149,9 @@ class ExtractiveGenerator:
             for start, end in sentences_of(passage.text):
                 text = passage.text[start:end]
                 overlap = len(asked & _words(text)) / (len(asked) or 1)
-                found.append(_Sentence(passage.index, start, end, text, overlap,
-                                       passage.score_norm))
+                found.append(
+                    _Sentence(passage.index, start, end, text, overlap, passage.score_norm)
+                )
         found.sort(key=lambda s: (-(s.overlap + 0.5 * s.prior), s.passage, s.start))
         return found[:CANDIDATES_TO_EMBED]
 

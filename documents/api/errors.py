@@ -23,7 +23,9 @@ _TYPES = {
 class ApiError(exceptions.APIException):
     """A client error with a stable machine-readable ``code``."""
 
-    def __init__(self, message: str, *, code: str, status_code: int = 400, param: str | None = None):
+    def __init__(
+        self, message: str, *, code: str, status_code: int = 400, param: str | None = None
+    ):
         super().__init__(detail=message, code=code)
         self.status_code = status_code
         self.param = param
@@ -52,8 +54,11 @@ def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response 
         code = "invalid_api_key" if code == "authentication_failed" else code
     response.data = {
         "error": {
-            "message": _message(response.data.get("detail", response.data)
-                                if isinstance(response.data, dict) else response.data),
+            "message": _message(
+                response.data.get("detail", response.data)
+                if isinstance(response.data, dict)
+                else response.data
+            ),
             "type": _TYPES.get(response.status_code, "api_error"),
             "param": param,
             "code": code,

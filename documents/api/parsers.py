@@ -37,6 +37,8 @@ class RawNameMultiPartParser(MultiPartParser):
             data, files = parser.parse()
             return DataAndFiles(data, files)
         except UploadRejected as exc:
-            raise ApiError(exc.message, code=exc.code, status_code=exc.status, param="file") from exc
+            raise ApiError(
+                exc.message, code=exc.code, status_code=exc.status, param="file"
+            ) from exc
         except MultiPartParserError as exc:
             raise ParseError(f"Multipart form parse error - {exc}") from exc

@@ -27,10 +27,27 @@ class FileOutput(serializers.ModelSerializer):
     class Meta:
         model = File
         fields = [
-            "file_id", "name", "kind", "content_type", "size", "sha256", "revision", "is_current",
-            "superseded_at", "status", "stage", "progress", "error_message", "data_source",
-            "data_source_id", "database_id", "created_at", "updated_at", "ready_at",
-            "status_url", "content_url",
+            "file_id",
+            "name",
+            "kind",
+            "content_type",
+            "size",
+            "sha256",
+            "revision",
+            "is_current",
+            "superseded_at",
+            "status",
+            "stage",
+            "progress",
+            "error_message",
+            "data_source",
+            "data_source_id",
+            "database_id",
+            "created_at",
+            "updated_at",
+            "ready_at",
+            "status_url",
+            "content_url",
         ]
 
     def get_progress(self, obj: File) -> dict:
@@ -47,8 +64,13 @@ class LocationOutput(serializers.ModelSerializer):
     class Meta:
         model = Location
         fields = [
-            "line_number_start", "line_number_end", "char_start", "char_end", "hierarchy",
-            "page_number", "boxes",
+            "line_number_start",
+            "line_number_end",
+            "char_start",
+            "char_end",
+            "hierarchy",
+            "page_number",
+            "boxes",
         ]
 
 
@@ -61,6 +83,13 @@ class ChunkOutput(serializers.ModelSerializer):
     class Meta:
         model = Chunk
         fields = [
-            "chunk_id", "file_id", "database_id", "chunk_text", "locations", "position",
-            "section", "token_count", "content_hash",
+            "chunk_id",
+            "file_id",
+            "database_id",
+            "chunk_text",
+            "locations",
+            "position",
+            "section",
+            "token_count",
+            "content_hash",
         ]

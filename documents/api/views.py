@@ -31,12 +31,16 @@ class FileUploadView(APIView):
                 organization=organization_of(request), name=form.validated_data["data_source"]
             )
             result = file_upload(
-                data_source=source, name=upload.name, stream=upload,
+                data_source=source,
+                name=upload.name,
+                stream=upload,
                 uploaded_by=request.user,
                 api_key=request.auth if isinstance(request.auth, ApiKey) else None,
             )
         except UploadRejected as exc:
-            raise ApiError(exc.message, code=exc.code, status_code=exc.status, param=exc.param)
+            raise ApiError(
+                exc.message, code=exc.code, status_code=exc.status, param=exc.param
+            ) from exc
         body = FileOutput(result.file).data | {"duplicate": result.duplicate}
         code = status.HTTP_200_OK if result.duplicate else status.HTTP_202_ACCEPTED
         return Response(body, status=code, headers={"Location": body["status_url"]})
@@ -58,7 +62,9 @@ class FileContentView(APIView):
     def get(self, request: Request, file_id: str) -> FileResponse:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         response = FileResponse(
-            original_open(record.storage_key), as_attachment=True, filename=record.name,
+            original_open(record.storage_key),
+            as_attachment=True,
+            filename=record.name,
             content_type=record.content_type,
         )
         response["Content-Length"] = str(record.size)
@@ -75,21 +81,24 @@ class FileMarkdownView(APIView):
         if markdown is None:
             raise ApiError(
                 f"the file is not ingested yet (status: {record.status})",
-                code="not_ready", status_code=409,
+                code="not_ready",
+                status_code=409,
             )
         chunk_ids = list(markdown.chunks.order_by("position").values_list("id", flat=True))
-        return Response({
-            "file_id": str(record.pk),
-            "revision": record.revision,
-            "database_id": str(record.data_source.vector_database_id),
-            "converter": markdown.converter,
-            "converter_version": markdown.converter_version,
-            "markdown_sha256": markdown.sha256,
-            "page_count": markdown.page_count,
-            "front_matter": markdown.front_matter,
-            "markdown": markdown.markdown,
-            "chunk_ids": [str(pk) for pk in chunk_ids],
-        })
+        return Response(
+            {
+                "file_id": str(record.pk),
+                "revision": record.revision,
+                "database_id": str(record.data_source.vector_database_id),
+                "converter": markdown.converter,
+                "converter_version": markdown.converter_version,
+                "markdown_sha256": markdown.sha256,
+                "page_count": markdown.page_count,
+                "front_matter": markdown.front_matter,
+                "markdown": markdown.markdown,
+                "chunk_ids": [str(pk) for pk in chunk_ids],
+            }
+        )
 
 
 class ChunkDetailView(APIView):

@@ -136,8 +136,8 @@ PROVENANCE_WARM_EMBEDDER = env_bool("PROVENANCE_WARM_EMBEDDER", True)
 
 # --- Celery ----------------------------------------------------------------------
 # With no broker configured, messages travel through a folder under var/ (see
-# provenance_site/broker.py): a real worker process, no extra server. Set CELERY_BROKER_URL (redis://, amqp://) to
-# share the work between workers on many hosts.
+# provenance_site/broker.py): a real worker process, no extra server. Set
+# CELERY_BROKER_URL (redis://, amqp://) to share the work between workers on many hosts.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or "provfs://localhost/"
 BROKER_DIR = VAR_DIR / env_str("PROVENANCE_BROKER_DIR_NAME", "broker")
 CELERY_BROKER_TRANSPORT_OPTIONS = (

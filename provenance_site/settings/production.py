@@ -2,9 +2,9 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
+from provenance_site.env import env_bool
 from provenance_site.settings.base import *  # noqa: F403
 from provenance_site.settings.base import SECRET_KEY
-from provenance_site.env import env_bool
 
 if not SECRET_KEY:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY (or DJANGO_SECRET_KEY_FILE) must be set")

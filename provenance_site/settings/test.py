@@ -1,6 +1,7 @@
 """Test settings: the same real PostgreSQL + pgvector, a broker folder of its own,
 short leases so crash recovery is observable within a test."""
 
+from provenance_site.env import env_bool, env_int
 from provenance_site.settings.base import *  # noqa: F403
 from provenance_site.settings.base import (
     BROKER_DIR,
@@ -8,17 +9,20 @@ from provenance_site.settings.base import (
     EMBEDDED_DATABASE_NAME,
     VAR_DIR,
 )
-from provenance_site.env import env_bool, env_int
 
 SECRET_KEY = "test-only-key"  # noqa: S105
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MEDIA_ROOT = VAR_DIR / "test-media"
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage",
-                "OPTIONS": {"location": str(MEDIA_ROOT)}},
-    "originals": {"BACKEND": "django.core.files.storage.FileSystemStorage",
-                  "OPTIONS": {"location": str(MEDIA_ROOT)}},
+    "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT)},
+    },
+    "originals": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT)},
+    },
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 PROVENANCE_MAX_UPLOAD_BYTES = env_int("PROVENANCE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)

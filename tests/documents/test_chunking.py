@@ -15,9 +15,11 @@ TARGET, OVERLAP = 120, 24
 
 
 def _documents(corpus) -> list[tuple[str, str]]:  # noqa: ANN001
-    paths = sorted((corpus / "docling/md").glob("*.md")) + sorted(
-        (corpus / "markitdown/test_files/expected_outputs").glob("*.md")
-    ) + sorted((corpus / "docling/docx/groundtruth").glob("*.md"))
+    paths = (
+        sorted((corpus / "docling/md").glob("*.md"))
+        + sorted((corpus / "markitdown/test_files/expected_outputs").glob("*.md"))
+        + sorted((corpus / "docling/docx/groundtruth").glob("*.md"))
+    )
     docs = [(p.name, p.read_text()) for p in paths if p.read_text().strip()]
     docs.append(("squad.md", squad.article_markdown(squad.load(corpus)[0])))
     return docs
@@ -111,7 +113,9 @@ def test_pages_split_a_chunk_into_one_location_per_page():
     [span] = chunk_markdown(structure, target=TARGET, overlap=OVERLAP)
     first, second = locator.locate(span.char_start, span.char_end)
     assert (first.page_number, second.page_number) == (1, 2)
-    assert markdown[first.char_start : first.char_end] + markdown[second.char_start : second.char_end] \
+    assert (
+        markdown[first.char_start : first.char_end] + markdown[second.char_start : second.char_end]
         == markdown[span.char_start : span.char_end]
+    )
     assert (second.line_number_start, second.line_number_end) == (4, 5)
     assert second.hierarchy == ["A"]

@@ -36,9 +36,16 @@ def test_rejected_files_are_reported_and_the_exit_status_is_nonzero(corpus, tmp_
     empty = tmp_path / "empty.md"
     empty.write_bytes(b"")
     with pytest.raises(CommandError, match="2 file"):
-        call_command("ingest", str(empty), str(corpus / "hostile/markitdown/random.bin"),
-                     str(corpus / "docling/md/duck.md"), "--data-source", "Docs",
-                     stdout=StringIO(), stderr=(err := StringIO()))
+        call_command(
+            "ingest",
+            str(empty),
+            str(corpus / "hostile/markitdown/random.bin"),
+            str(corpus / "docling/md/duck.md"),
+            "--data-source",
+            "Docs",
+            stdout=StringIO(),
+            stderr=(err := StringIO()),
+        )
     assert "rejected  " in err.getvalue() and "the file is empty" in err.getvalue()
     assert File.objects.filter(name="duck.md").count() == 1
 

@@ -57,7 +57,8 @@ HTML = b"""<!DOCTYPE html>
 
 CASES = {
     "pdf": (
-        "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf", "pdflatex-4-pages.pdf",
+        "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf",
+        "pdflatex-4-pages.pdf",
     ),
     "docx": ("python-docx/par-rendered-page-breaks.docx", "par-rendered-page-breaks.docx"),
     "pptx": ("python-pptx/sld-notes.pptx", "sld-notes.pptx"),
@@ -98,9 +99,7 @@ def _ingest(corpus, kind: str):  # noqa: ANN001, ANN202
 def _stored(record: File):  # noqa: ANN202
     markdown = record.markdowns.get(is_active=True)
     chunks = list(Chunk.objects.filter(markdown=markdown).order_by("position"))
-    locations = {
-        c.pk: list(Location.objects.filter(chunk=c).order_by("ordinal")) for c in chunks
-    }
+    locations = {c.pk: list(Location.objects.filter(chunk=c).order_by("ordinal")) for c in chunks}
     return markdown, chunks, locations
 
 
@@ -125,7 +124,8 @@ def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:  # noqa: 
         assert chunk.hierarchy == locs[0].hierarchy
         assert chunk.section == " > ".join(locs[0].hierarchy)
         assert (chunk.line_number_start, chunk.line_number_end) == (
-            locs[0].line_number_start, locs[-1].line_number_end,
+            locs[0].line_number_start,
+            locs[-1].line_number_end,
         )
         pages = [loc.page_number for loc in locs if loc.page_number is not None]
         assert (chunk.page_start, chunk.page_end) == (
@@ -164,15 +164,25 @@ def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:  # noqa: 
         assert docx_seen.keys() == PAGE_BREAK_FACTS.keys()
     if kind == "pptx":
         assert markdown.page_count == 2
-        notes = [loc for locs in locations.values() for loc in locs
-                 if "### Notes" in md[loc.char_start : loc.char_end]]
+        notes = [
+            loc
+            for locs in locations.values()
+            for loc in locs
+            if "### Notes" in md[loc.char_start : loc.char_end]
+        ]
         assert notes and all(loc.page_number == 1 for loc in notes), "notes are on slide 1"
-        slide2 = [loc for locs in locations.values() for loc in locs
-                  if "# Slide 2" in md[loc.char_start : loc.char_end]]
+        slide2 = [
+            loc
+            for locs in locations.values()
+            for loc in locs
+            if "# Slide 2" in md[loc.char_start : loc.char_end]
+        ]
         assert slide2 and all(loc.page_number == 2 for loc in slide2)
     if kind == "json":
-        for marker in ("5b64c88c-b3c3-4510-bcb8-da0b200602d8",
-                       "9700dc99-6685-40b4-9a3a-5e406dcb37f3"):
+        for marker in (
+            "5b64c88c-b3c3-4510-bcb8-da0b200602d8",
+            "9700dc99-6685-40b4-9a3a-5e406dcb37f3",
+        ):
             assert any(marker in c.chunk_text for c in chunks), f"{marker} not in any chunk"
     if kind == "html":
         assert "SCRIPT-TEXT" not in md and "NAVIGATION-CHROME" not in md
@@ -194,7 +204,8 @@ def _assert_api_matches_storage(org, record: File) -> None:  # noqa: ANN001
     assert body["file_id"] == str(record.pk)
     assert body["database_id"] == database_id
     assert (body["converter"], body["converter_version"]) == (
-        markdown.converter, markdown.converter_version,
+        markdown.converter,
+        markdown.converter_version,
     )
     assert body["markdown"] == markdown.markdown
     assert body["chunk_ids"] == [str(c.pk) for c in chunks], "chunk ids not in position order"
@@ -224,18 +235,22 @@ def _assert_api_matches_storage(org, record: File) -> None:  # noqa: ANN001
         api_locs = got["locations"]
         start, end = api_locs[0]["char_start"], api_locs[-1]["char_end"]
         assert api_markdown[start:end] == got["chunk_text"]
-        assert "".join(api_markdown[x["char_start"] : x["char_end"]] for x in api_locs) == (
-            got["chunk_text"]
+        assert (
+            "".join(api_markdown[x["char_start"] : x["char_end"]] for x in api_locs)
+            == (got["chunk_text"])
         )
         for x in api_locs:
             assert (x["line_number_start"], x["line_number_end"]) == (
-                lines.of(x["char_start"]), lines.of(x["char_end"] - 1),
+                lines.of(x["char_start"]),
+                lines.of(x["char_end"] - 1),
             )
 
 
 @pytest.mark.parametrize("kind", list(CASES))
 def test_each_format_ingests_with_provenance_and_the_api_returns_what_is_stored(
-    kind, celery_worker, corpus,
+    kind,
+    celery_worker,
+    corpus,
 ):
     org, record, data = _ingest(corpus, kind)
     _assert_stored_rows(kind, record, data)
@@ -252,9 +267,7 @@ def test_chunk_and_markdown_endpoints_refuse_other_tenants_and_bad_ids(celery_wo
     other_org = factories.organization("Globex")
     factories.data_source(other_org)
     other = _client(factories.api_key(other_org))
-    error = _assert_error_shape(
-        other.get(f"/v1/flow/vectordb/{database_id}/chunk/{chunk.pk}"), 404
-    )
+    error = _assert_error_shape(other.get(f"/v1/flow/vectordb/{database_id}/chunk/{chunk.pk}"), 404)
     assert chunk.chunk_text[:40] not in json.dumps(error)
     _assert_error_shape(other.get(f"/v1/flow/files/{record.pk}/markdown"), 404)
     other_db = factories.data_source(other_org).vector_database_id

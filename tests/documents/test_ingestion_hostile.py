@@ -66,20 +66,30 @@ def _e(*outcomes: str, **kw) -> Expect:  # noqa: ANN003
 EXPECTATIONS: dict[str, Expect] = {
     # HIDDEN TEXT: render-mode-3 text is not indexed (a prompt-injection vector)
     "docling/invisible_text_layer.pdf": _e(
-        "ready", present=("Visible heading line",), absent=("Invisible OCR text layer",),
+        "ready",
+        present=("Visible heading line",),
+        absent=("Invisible OCR text layer",),
         pages=(("Visible heading line", 1),),
     ),
     # MALFORMED PPTX: the text of every slide still extracted
     "docling/powerpoint_malformed_pictures.pptx": _e(
         "ready",
-        present=("Slide With Missing BlipFill", "Slide With Dangling Rel",
-                 "Slide With Wrong Content Type"),
-        pages=(("Slide With Missing BlipFill", 1), ("Slide With Dangling Rel", 2),
-               ("Slide With Wrong Content Type", 3)),
+        present=(
+            "Slide With Missing BlipFill",
+            "Slide With Dangling Rel",
+            "Slide With Wrong Content Type",
+        ),
+        pages=(
+            ("Slide With Missing BlipFill", 1),
+            ("Slide With Dangling Rel", 2),
+            ("Slide With Wrong Content Type", 3),
+        ),
     ),
     # FILE-INCLUSION: the external target must never be read
     "markitdown/rlink.docx": _e(
-        "ready", "failed", message=r"external|refus|could not read",
+        "ready",
+        "failed",
+        message=r"external|refus|could not read",
         absent=(RLINK_BASE64, RLINK_SECRET),
     ),
     # UNKNOWN FORMAT: sniffing rejects
@@ -97,16 +107,17 @@ EXPECTATIONS: dict[str, Expect] = {
     # XLSX billion laughs: not one of our formats
     "poi/poc-xmlbomb.xlsx": _e("rejected", message=r"XLSX|spreadsheet|not supported"),
     # RECOVERABLE: garbage before %PDF + broken xref; 'Hello World' on page 1
-    "pymupdf/test2238.pdf": _e("ready", present=("Hello World",),
-                               pages=(("Hello World", 1),)),
+    "pymupdf/test2238.pdf": _e("ready", present=("Hello World",), pages=(("Hello World", 1),)),
     # LOOP in the outline: must terminate; page texts Page1, Page2
-    "pymupdf/circular-toc.pdf": _e("ready", present=("Page1", "Page2"),
-                                   pages=(("Page1", 1), ("Page2", 2))),
+    "pymupdf/circular-toc.pdf": _e(
+        "ready", present=("Page1", "Page2"), pages=(("Page1", 1), ("Page2", 2))
+    ),
     # BAD METADATA ENCODING: must not crash (its single page has no text at all)
     "pymupdf/test_4564.pdf": _e("ready", "failed", message=r"no text"),
     # MARKDOWN WITH INVALID UTF-8: decode with replacement, keep headings and lines
     "pymupdf/test_markdown_bad_unicode.md": _e(
-        "ready", present=("Boiling Points", "Noble gases", "Comment 1"),
+        "ready",
+        present=("Boiling Points", "Noble gases", "Comment 1"),
         hierarchy=(("Noble gases", ("Title", "A Table")), ("Comment 2", ("Title", "A List"))),
     ),
     # NEGATIVE: not a PDF at all
@@ -174,8 +185,11 @@ def _docx(document: bytes | None = None, *, stream_spaces: int = 0) -> bytes:
         archive.writestr("_rels/.rels", _RELS)
         if stream_spaces:
             with archive.open("word/document.xml", "w", force_zip64=True) as part:
-                part.write(b'<?xml version="1.0" encoding="UTF-8"?><w:document ' + _W +
-                           b'><w:body><w:p><w:r><w:t xml:space="preserve">Bomb ')
+                part.write(
+                    b'<?xml version="1.0" encoding="UTF-8"?><w:document '
+                    + _W
+                    + b'><w:body><w:p><w:r><w:t xml:space="preserve">Bomb '
+                )
                 block = b" " * (1 << 20)
                 for _ in range(stream_spaces >> 20):
                     part.write(block)
@@ -192,8 +206,11 @@ def docx_zip_bomb() -> bytes:
 
 def docx_forged_size() -> bytes:
     """A small valid DOCX whose central directory declares 4 GB for word/document.xml."""
-    body = (b'<?xml version="1.0" encoding="UTF-8"?><w:document ' + _W +
-            b'><w:body><w:p><w:r><w:t>Tiny text.</w:t></w:r></w:p></w:body></w:document>')
+    body = (
+        b'<?xml version="1.0" encoding="UTF-8"?><w:document '
+        + _W
+        + b"><w:body><w:p><w:r><w:t>Tiny text.</w:t></w:r></w:p></w:body></w:document>"
+    )
     data = bytearray(_docx(body))
     name = b"word/document.xml"
     central = data.find(b"PK\x01\x02")
@@ -308,13 +325,15 @@ def _check(name: str, expect: Expect, state: str, value) -> None:  # noqa: ANN00
 
 def test_every_hostile_file_of_the_manifest_has_an_expectation():
     on_disk = sorted(
-        p.relative_to(HOSTILE).as_posix() for p in HOSTILE.rglob("*")
+        p.relative_to(HOSTILE).as_posix()
+        for p in HOSTILE.rglob("*")
         if p.is_file() and p.suffix.lower() in EXTENSIONS
     )
     assert _manifest_hostile_files() == HOSTILE_FILES
     # what is on disk and not an expectation is a ground truth or a notice, not an input
     assert set(on_disk) - set(HOSTILE_FILES) == {
-        "docling/powerpoint_malformed_pictures.pptx.md", "qpdf/NOTICE.md",
+        "docling/powerpoint_malformed_pictures.pptx.md",
+        "qpdf/NOTICE.md",
     }
 
 
@@ -333,7 +352,10 @@ def rlink_target():  # noqa: ANN201
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("name", HOSTILE_FILES)
 def test_a_hostile_file_is_refused_or_fails_readably_or_recovers(
-    name, celery_worker, corpus, rlink_target,
+    name,
+    celery_worker,
+    corpus,
+    rlink_target,
 ):
     expect = EXPECTATIONS[name]
     source = factories.data_source()
@@ -357,8 +379,11 @@ def test_a_generated_bomb_fails_with_a_readable_reason(name, celery_worker, tmp_
 def test_the_worker_survives_all_hostile_files_at_once(celery_worker, corpus, rlink_target):
     source = factories.data_source()
     pending = {
-        name: _outcome(source, Path(name).name.replace(".", f"-{i}.", 1),
-                       (corpus / "hostile" / name).read_bytes())
+        name: _outcome(
+            source,
+            Path(name).name.replace(".", f"-{i}.", 1),
+            (corpus / "hostile" / name).read_bytes(),
+        )
         for i, name in enumerate(HOSTILE_FILES)
     }
     for name, (build, _pattern) in GENERATED.items():
@@ -373,7 +398,8 @@ def test_the_worker_survives_all_hostile_files_at_once(celery_worker, corpus, rl
             problems.append(f"{name}: {exc}")
     assert celery_worker.process.poll() is None, "the worker process died"
     normal = factories.upload(
-        source, "after-the-storm.md",
+        source,
+        "after-the-storm.md",
         (corpus / "docling/md/duck.md").read_bytes(),
     ).file
     record = wait_for_status(normal.pk)

@@ -34,10 +34,25 @@ def test_ingest_command_and_worker_over_redis(redis_url, corpus, django_db_setup
     try:
         command_env = {**worker.env(), **env}
         result = subprocess.run(
-            [sys.executable, "manage.py", "ingest", str(corpus / "docling/md/duck.md"),
-             str(corpus / "docling/md/blocks.md"), "--data-source", "Docs",
-             "--organization", "Redis Org", "--wait", "--timeout", "120"],
-            cwd=ROOT, env=command_env, capture_output=True, text=True, timeout=180,
+            [
+                sys.executable,
+                "manage.py",
+                "ingest",
+                str(corpus / "docling/md/duck.md"),
+                str(corpus / "docling/md/blocks.md"),
+                "--data-source",
+                "Docs",
+                "--organization",
+                "Redis Org",
+                "--wait",
+                "--timeout",
+                "120",
+            ],
+            cwd=ROOT,
+            env=command_env,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
     finally:
         worker.stop()
@@ -46,8 +61,11 @@ def test_ingest_command_and_worker_over_redis(redis_url, corpus, django_db_setup
     assert "ready     blocks.md rev 1" in result.stdout
     files = File.objects.filter(data_source__name="Docs")
     assert {f.status for f in files} == {"ready"}
-    assert Chunk.objects.filter(file__in=files, embedding__isnull=False).count() == \
-        Chunk.objects.filter(file__in=files).count() > 0
+    assert (
+        Chunk.objects.filter(file__in=files, embedding__isnull=False).count()
+        == Chunk.objects.filter(file__in=files).count()
+        > 0
+    )
     log = worker.log_path.read_text()
     assert "Connected to redis://" in log and "@127.0.0.1:6379/15" in log
     assert log.count("documents.tasks.convert_file") >= 2

@@ -47,8 +47,14 @@ from documents.sniffing import sniff
 from tests.conftest import CORPUS
 from tests.support.invariants import assert_chunk_invariants, headings_in_force
 
-FORMATS = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx", ".md": "markdown",
-           ".json": "json", ".html": "html"}
+FORMATS = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".md": "markdown",
+    ".json": "json",
+    ".html": "html",
+}
 EXCLUDED_DIRS = {"hostile", "groundtruth", "expected_outputs"}
 SCAN = "markitdown/test_files/MEDRPT-2024-PAT-3847_medical_report_scan.pdf"
 PAGE_BREAKS_DOCX = "python-docx/par-rendered-page-breaks.docx"
@@ -225,11 +231,13 @@ def assert_invariants_1_and_3(markdown, body_start, span, drafts, lines, heading
     # within "\n".join(its lines) cannot hold for a location ending with the newline
     # of its last line, which every location but the last of a chunk spanning a page
     # break does (the cut is at the start of the next page's line).
-    if headings.full and not any(
-        markdown[d.char_end - 1] == "\n" for d in drafts
-    ):
-        chunk = SimpleNamespace(char_start=span.char_start, char_end=span.char_end,
-                                chunk_text=text, hierarchy=drafts[0].hierarchy)
+    if headings.full and not any(markdown[d.char_end - 1] == "\n" for d in drafts):
+        chunk = SimpleNamespace(
+            char_start=span.char_start,
+            char_end=span.char_end,
+            chunk_text=text,
+            hierarchy=drafts[0].hierarchy,
+        )
         assert_chunk_invariants(markdown, chunk, drafts, body_start)
     return text
 
@@ -239,8 +247,10 @@ def assert_invariants_1_and_3(markdown, body_start, span, drafts, lines, heading
 
 def _inflated_union(boxes: list[list[float]], margin: float = 2.0) -> pymupdf.Rect:
     return pymupdf.Rect(
-        min(b[0] for b in boxes) - margin, min(b[1] for b in boxes) - margin,
-        max(b[2] for b in boxes) + margin, max(b[3] for b in boxes) + margin,
+        min(b[0] for b in boxes) - margin,
+        min(b[1] for b in boxes) - margin,
+        max(b[2] for b in boxes) + margin,
+        max(b[3] for b in boxes) + margin,
     )
 
 

@@ -46,8 +46,11 @@ def test_text_kinds_follow_the_extension_and_html_is_detected():
 @pytest.mark.parametrize(
     ("head", "name", "message"),
     [
-        (_zip({"mimetype": "application/epub+zip", "META-INF/container.xml": "<c/>"}),
-         "book.pdf", "EPUB"),
+        (
+            _zip({"mimetype": "application/epub+zip", "META-INF/container.xml": "<c/>"}),
+            "book.pdf",
+            "EPUB",
+        ),
         (_zip({"xl/workbook.xml": "<w/>"}), "sheet.xlsx", "XLSX"),
         (_zip({"a.txt": "x"}), "a.zip", "ZIP archives"),
         (b"%PDF-1.7\n", "report.docx", "content is PDF but the name says DOCX"),

@@ -40,12 +40,18 @@ def _post(client: APIClient, name: str, data: bytes, source: str = "Human Resour
     boundary = "----provenance-test-boundary"
     escaped = name.replace('"', "%22")
     body = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"data_source\"\r\n\r\n{source}\r\n"
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{escaped}\"\r\n"
-        "Content-Type: application/octet-stream\r\n\r\n"
-    ).encode("utf-8", "surrogateescape") + data + f"\r\n--{boundary}--\r\n".encode()
-    return client.generic("POST", "/v1/flow/files", body,
-                          content_type=f"multipart/form-data; boundary={boundary}")
+        (
+            f"--{boundary}\r\n"
+            f'Content-Disposition: form-data; name="data_source"\r\n\r\n{source}\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{escaped}"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n"
+        ).encode("utf-8", "surrogateescape")
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return client.generic(
+        "POST", "/v1/flow/files", body, content_type=f"multipart/form-data; boundary={boundary}"
+    )
 
 
 def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(tenant, corpus):
@@ -72,7 +78,11 @@ def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(tenant, c
 
 def test_it_stores_originals_under_server_generated_names(tenant, corpus):
     _, key = tenant
-    body = _post(_client(key), "report.pdf", (corpus / "py-pdf-sample-files/001-trivial/minimal-document.pdf").read_bytes()).json()
+    body = _post(
+        _client(key),
+        "report.pdf",
+        (corpus / "py-pdf-sample-files/001-trivial/minimal-document.pdf").read_bytes(),
+    ).json()
     record = File.objects.get(pk=body["file_id"])
     assert "report" not in record.storage_key and record.storage_key.endswith(".pdf")
     assert record.kind == "pdf" and record.content_type == "application/pdf"
@@ -140,15 +150,18 @@ def test_unknown_data_source_is_a_400_naming_the_parameter(tenant):
     response = _post(_client(key), "a.md", b"# a\n", source="Nope")
     assert response.status_code == 400
     assert response.json()["error"] == {
-        "message": "unknown data source 'Nope'", "type": "invalid_request_error",
-        "param": "data_source", "code": "unknown_data_source",
+        "message": "unknown data source 'Nope'",
+        "type": "invalid_request_error",
+        "param": "data_source",
+        "code": "unknown_data_source",
     }
 
 
 def test_missing_file_field_is_a_400(tenant):
     _, key = tenant
-    response = _client(key).post("/v1/flow/files", {"data_source": "Human Resources"},
-                                 format="multipart")
+    response = _client(key).post(
+        "/v1/flow/files", {"data_source": "Human Resources"}, format="multipart"
+    )
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "file"
 
@@ -164,10 +177,20 @@ def test_wrong_or_missing_key_is_401(tenant):
 def test_organization_header_must_match_the_key(tenant):
     org, key = tenant
     client = _client(key)
-    assert client.get("/v1/flow/files/00000000-0000-0000-0000-000000000000",
-                      HTTP_X_WIKIT_ORGANIZATION_ID=str(org.pk)).status_code == 404
-    assert client.get("/v1/flow/files/00000000-0000-0000-0000-000000000000",
-                      HTTP_X_WIKIT_ORGANIZATION_ID="someone-else").status_code == 401
+    assert (
+        client.get(
+            "/v1/flow/files/00000000-0000-0000-0000-000000000000",
+            HTTP_X_WIKIT_ORGANIZATION_ID=str(org.pk),
+        ).status_code
+        == 404
+    )
+    assert (
+        client.get(
+            "/v1/flow/files/00000000-0000-0000-0000-000000000000",
+            HTTP_X_WIKIT_ORGANIZATION_ID="someone-else",
+        ).status_code
+        == 401
+    )
 
 
 def test_another_tenant_cannot_see_or_download_a_file(tenant):

@@ -38,8 +38,13 @@ def questions(corpus: Path) -> list[Question]:
     for article in load(corpus):
         for number, paragraph in enumerate(article["paragraphs"], start=1):
             for qa in paragraph["qas"]:
-                found.append(Question(
-                    text=qa["question"], answers=tuple(a["text"] for a in qa["answers"]),
-                    article=article["title"], paragraph=number, context=paragraph["context"],
-                ))
+                found.append(
+                    Question(
+                        text=qa["question"],
+                        answers=tuple(a["text"] for a in qa["answers"]),
+                        article=article["title"],
+                        paragraph=number,
+                        context=paragraph["context"],
+                    )
+                )
     return found

@@ -41,17 +41,39 @@ class WorkerProcess:
         schedule = self.log_path.with_suffix(".beat")
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "provenance_site", "worker", "-B",
-             "--schedule", str(schedule), "--concurrency", "2", "--without-mingle",
-             "--without-gossip", "-n", f"{self.name}@%h", "-l", "info"],
-            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "provenance_site",
+                "worker",
+                "-B",
+                "--schedule",
+                str(schedule),
+                "--concurrency",
+                "2",
+                "--without-mingle",
+                "--without-gossip",
+                "-n",
+                f"{self.name}@%h",
+                "-l",
+                "info",
+            ],
+            cwd=ROOT,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"worker exited: see {self.log_path}")
-            if f"{self.name}@" in self.log_path.read_text() and " ready." in self.log_path.read_text():
+            if (
+                f"{self.name}@" in self.log_path.read_text()
+                and " ready." in self.log_path.read_text()
+            ):
                 return
             time.sleep(0.2)
         raise RuntimeError(f"worker did not start in {timeout}s: see {self.log_path}")

@@ -35,7 +35,8 @@ class Command(BaseCommand):
             if source.page_end and source.page_end != source.page_start:
                 page = f"pp. {source.page_start}-{source.page_end}"
             self.stdout.write(
-                f"[{source.quoted_as}] {source.document_name} (rev {source.file_revision}), {page}, "
+                f"[{source.quoted_as}] {source.document_name} (rev {source.file_revision}), "
+                f"{page}, "
                 f"lines {source.line_number_start}-{source.line_number_end}, "
                 f"section: {source.section or '(top)'}"
             )
@@ -62,15 +63,27 @@ def _as_json(execution, sources) -> dict:  # noqa: ANN001
         "answer": execution.answer,
         "index_hash": execution.index_hash,
         "sources": [
-            {"quoted_as": s.quoted_as, "document": s.document_name, "file_id": str(s.file_id),
-             "revision": s.file_revision, "page_start": s.page_start, "page_end": s.page_end,
-             "line_number_start": s.line_number_start, "line_number_end": s.line_number_end,
-             "section": s.section, "chunk_id": str(s.chunk_id), "score": s.score}
+            {
+                "quoted_as": s.quoted_as,
+                "document": s.document_name,
+                "file_id": str(s.file_id),
+                "revision": s.file_revision,
+                "page_start": s.page_start,
+                "page_end": s.page_end,
+                "line_number_start": s.line_number_start,
+                "line_number_end": s.line_number_end,
+                "section": s.section,
+                "chunk_id": str(s.chunk_id),
+                "score": s.score,
+            }
             for s in sources
         ],
         "claims": [
-            {"reply_sentence": c.reply_sentence, "source_sentence": c.source_sentence,
-             "quoted_as": c.quoted_source.quoted_as}
+            {
+                "reply_sentence": c.reply_sentence,
+                "source_sentence": c.source_sentence,
+                "quoted_as": c.quoted_source.quoted_as,
+            }
             for c in claims_of(execution=execution)
         ],
     }

@@ -13,7 +13,9 @@ from citations.validation import validate_citations
 
 
 class Command(BaseCommand):
-    help = "Validate citations: of a query (QUERY_ID) or of a payload file (--file). Exit 1 if not ok."
+    help = (
+        "Validate citations: of a query (QUERY_ID) or of a payload file (--file). Exit 1 if not ok."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("query_id", nargs="?")

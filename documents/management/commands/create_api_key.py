@@ -14,8 +14,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--organization", required=True, help="organization name")
         parser.add_argument("--name", default="", help="a label for the key")
-        parser.add_argument("--create-organization", action="store_true",
-                            help="create the organization if it does not exist")
+        parser.add_argument(
+            "--create-organization",
+            action="store_true",
+            help="create the organization if it does not exist",
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         name = str(options["organization"])

@@ -20,7 +20,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", help="files or folders")
-        parser.add_argument("--data-source", required=True, help="data source name (created if new)")
+        parser.add_argument(
+            "--data-source", required=True, help="data source name (created if new)"
+        )
         parser.add_argument("--organization", help="organization name (default: the only one)")
         parser.add_argument("--wait", action="store_true", help="wait until every file is done")
         parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait at most")
@@ -57,7 +59,8 @@ class Command(BaseCommand):
         source = DataSource.objects.filter(organization=organization, name=name).first()
         if source is None:
             source = DataSource.objects.create(
-                organization=organization, name=name,
+                organization=organization,
+                name=name,
                 vector_database=vector_database_default(organization=organization),
             )
             self.stdout.write(f"created data source {name!r} in {organization.name}")
@@ -80,7 +83,8 @@ class Command(BaseCommand):
         while True:
             records = list(File.objects.filter(pk__in=file_ids).order_by("created_at"))
             for record in records:
-                line = f"{record.status:<10} {record.name} {record.progress_done}/{record.progress_total}"
+                done = f"{record.progress_done}/{record.progress_total}"
+                line = f"{record.status:<10} {record.name} {done}"
                 if shown.get(record.pk) != line:
                     shown[record.pk] = line
                     if sys.stdout.isatty() or record.status not in _DONE:

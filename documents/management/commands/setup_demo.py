@@ -29,7 +29,8 @@ class Command(BaseCommand):
         source = DataSource.objects.filter(organization=organization, name="Handbook").first()
         if source is None:
             source = DataSource.objects.create(
-                organization=organization, name="Handbook",
+                organization=organization,
+                name="Handbook",
                 vector_database=vector_database_default(organization=organization),
             )
         for path in demo_documents_write(settings.VAR_DIR / "demo"):

@@ -1,0 +1,43 @@
+"""Retrieval quality with the default embedder: for the SQuAD questions of the
+shared corpus, the passage that answers each one must be among the answer's
+quoted sources for at least 90 % of them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from citations.models import QuotedSource
+from citations.services import query_execute
+from tests.support import squad
+
+pytestmark = pytest.mark.django_db
+
+TARGET = 0.90
+
+
+def _answering_sentence(question: squad.Question) -> str:
+    """The sentence of the paragraph that holds the (first) gold answer span."""
+    context, answer = question.context, question.answers[0]
+    at = context.find(answer)
+    start = context.rfind(". ", 0, at) + 2 if context.rfind(". ", 0, at) >= 0 else 0
+    end = context.find(". ", at)
+    return " ".join(context[start : len(context) if end < 0 else end].split())[:120]
+
+
+def test_the_answering_passage_is_quoted_for_at_least_90_percent(library, corpus):
+    questions = squad.questions(corpus)
+    found, started = 0, time.perf_counter()
+    for question in questions:
+        execution = query_execute(app=library.squad, question=question.text)
+        sentence = _answering_sentence(question)
+        quoted = QuotedSource.objects.filter(query=execution).values_list("chunk_text", flat=True)
+        found += any(sentence in " ".join(text.split()) for text in quoted)
+    rate = found / len(questions)
+    per_question = (time.perf_counter() - started) / len(questions) * 1000
+    print(
+        f"\nSQuAD answering passage quoted: {found}/{len(questions)} = {rate:.3f} "
+        f"({per_question:.0f} ms per question, end to end)"
+    )
+    assert rate >= TARGET
