@@ -127,8 +127,13 @@ def _answer(
     execution: QueryExecution, app: App, question: str, context: str, started: float
 ) -> None:
     index_hash, embed_model, analyzer = _index_identity(app)
+    embedder = default_embedder()
+    if embed_model and embed_model != f"{embedder.model_id}:{embedder.pooling}":
+        # analyzer parity: vectors of another model cannot be compared with these
+        raise RuntimeError(f"the index was built with {embed_model}, the query path uses "
+                           f"{embedder.model_id}:{embedder.pooling}; rebuild the index")
     search_text = f"{context}\n{question}".strip() if context else question
-    vector = default_embedder().embed_query(search_text)
+    vector = embedder.embed_query(search_text)
     retrieved = _retrieve(app, search_text, vector, analyzer)
     passages = [Passage(i, r.chunk.chunk_text, r.hit.score_norm) for i, r in enumerate(retrieved)]
     generator = generator_for(app.generator)

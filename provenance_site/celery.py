@@ -40,6 +40,8 @@ def _warm_embedder(**_: object) -> None:
     """Load the embedding model when a worker process starts, not on the first file."""
     from django.conf import settings
 
+    # two pool processes of one thread each embed fastest on a 2-core host
+    os.environ.setdefault("PROVENANCE_TORCH_THREADS", "1")
     if settings.PROVENANCE_WARM_EMBEDDER:
         from retrieval.embedders import default_embedder
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
-from retrieval.embedders import EMBED_DIMENSIONS, EMBED_MODEL_ID
+from retrieval.embedders import EMBED_DIMENSIONS, configured_model_id
 from retrieval.models import VectorDatabase
 
 DEFAULT_ANALYZER = "english"
@@ -16,7 +16,7 @@ def vector_database_default(*, organization) -> VectorDatabase:  # noqa: ANN001
         organization=organization,
         name="default",
         defaults={
-            "embed_model": EMBED_MODEL_ID,
+            "embed_model": configured_model_id(),
             "embed_dimensions": EMBED_DIMENSIONS,
             "pooling": "mean",
             "analyzer": DEFAULT_ANALYZER,

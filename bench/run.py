@@ -1,0 +1,199 @@
+"""`make bench`: run every benchmark in bench/ and merge the figures.
+
+Each benchmark is a module here with ``run() -> dict`` (``run(quick=...)`` if it
+takes that argument). One failing benchmark is recorded and the others still run.
+Results go to bench/results/latest.json and bench/results/latest.md.
+
+Usage: python bench/run.py [--quick] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+RESULTS = BENCH / "results"
+# Run in this order; a name whose file does not exist yet is skipped.
+BENCHMARKS = ("embed_speed", "pdf_speed", "retrieval_latency", "recall_report")
+SCRIPT_TIMEOUT_SECONDS = 1800
+
+for path in (ROOT, BENCH):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance_site.settings.local")
+
+
+def machine_info() -> dict[str, Any]:
+    """Enough to tell whether two result files are comparable."""
+    model = ""
+    flags: set[str] = set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and not model:
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        model = platform.processor()
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": model,
+        "bf16_flags": sorted(f for f in flags if "bf16" in f or f.startswith("amx")),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def available() -> list[str]:
+    return [name for name in BENCHMARKS if (BENCH / f"{name}.py").exists()]
+
+
+def run_one(name: str, *, quick: bool) -> dict[str, Any]:
+    """One benchmark's result, or its error; never raises."""
+    started = time.perf_counter()
+    result: dict[str, Any]
+    try:
+        module = importlib.import_module(name)
+        if callable(getattr(module, "run", None)):
+            figures = _call_run(module, quick=quick)
+            result = {"status": "ok", "results": figures}
+        else:
+            result = _run_script(name)
+    except Exception as error:  # one benchmark must not stop the others
+        result = {
+            "status": "error",
+            "error": f"{type(error).__name__}: {error}",
+            "traceback": traceback.format_exc(limit=8),
+        }
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    result["timestamp"] = now()
+    result["machine"] = machine_info()
+    return result
+
+
+def _call_run(module: ModuleType, *, quick: bool) -> Any:
+    parameters = inspect.signature(module.run).parameters
+    return module.run(quick=quick) if "quick" in parameters else module.run()
+
+
+def _run_script(name: str) -> dict[str, Any]:
+    """A benchmark without ``run()`` yet: run it as a script and keep its output."""
+    completed = subprocess.run(
+        [sys.executable, str(BENCH / f"{name}.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=SCRIPT_TIMEOUT_SECONDS,
+        check=False,
+    )
+    status = "ok" if completed.returncode == 0 else "error"
+    result: dict[str, Any] = {
+        "status": status,
+        "note": "no run() function; ran as a script",
+        "output": completed.stdout.strip().splitlines(),
+    }
+    if status == "error":
+        result["error"] = f"exit code {completed.returncode}"
+        result["stderr"] = completed.stderr.strip().splitlines()[-20:]
+    return result
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    """latest.md: each benchmark's own summary when it has ``to_markdown``."""
+    machine = report["machine"]
+    lines = [
+        f"# Benchmarks ({report['timestamp']})",
+        "",
+        f"{machine['cpu_count']} CPUs, {machine['cpu_model']}; "
+        f"bf16 flags: {', '.join(machine['bf16_flags']) or 'none'}.",
+        "",
+    ]
+    for name, result in report["benchmarks"].items():
+        lines += [
+            f"## {name}: {result['status']} ({result['seconds']} s, {result['timestamp']})",
+            "",
+        ]
+        lines += [_section(name, result), ""]
+    return "\n".join(lines)
+
+
+def _section(name: str, result: dict[str, Any]) -> str:
+    if result["status"] != "ok":
+        return (
+            "```\n"
+            + result.get("error", "")
+            + "\n"
+            + "\n".join(result.get("stderr", []))
+            + result.get("traceback", "")
+            + "\n```"
+        )
+    if "output" in result:
+        return "```\n" + "\n".join(result["output"]) + "\n```"
+    try:
+        module = importlib.import_module(name)
+        if callable(getattr(module, "to_markdown", None)):
+            return module.to_markdown(result["results"])
+    except Exception as error:  # fall back to the raw figures
+        figures = json.dumps(result["results"], indent=2, default=str)
+        return f"(summary failed: {error})\n\n```json\n{figures}\n```"
+    return "```json\n" + json.dumps(result["results"], indent=2, default=str) + "\n```"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Run the benchmarks in bench/.")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        choices=BENCHMARKS,
+        help="run these; keep the other figures from latest.json",
+    )
+    args = parser.parse_args()
+    names = [n for n in available() if not args.only or n in args.only]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    latest = RESULTS / "latest.json"
+    previous = json.loads(latest.read_text()) if args.only and latest.exists() else {}
+    report = {
+        "timestamp": now(),
+        "machine": machine_info(),
+        "quick": args.quick,
+        "benchmarks": dict(previous.get("benchmarks", {})),
+    }
+    for name in names:
+        print(f"== {name}", flush=True)
+        report["benchmarks"][name] = run_one(name, quick=args.quick)
+        print(
+            f"   {report['benchmarks'][name]['status']} in "
+            f"{report['benchmarks'][name]['seconds']} s",
+            flush=True,
+        )
+    latest.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    (RESULTS / "latest.md").write_text(to_markdown(report) + "\n")
+    print(f"wrote {latest.relative_to(ROOT)} and latest.md")
+    return 0 if all(report["benchmarks"][n]["status"] == "ok" for n in names) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

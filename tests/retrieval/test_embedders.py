@@ -1,0 +1,220 @@
+"""The embedders against the real model and a real HTTP server (no mocks).
+
+Plain pytest: ``.venv/bin/python -m pytest -p no:django tests/retrieval/test_embedders.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import zlib
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from retrieval.embedders import (
+    EMBED_DIMENSIONS,
+    EmbeddingServiceError,
+    MiniLmEmbedder,
+    OpenAiCompatibleEmbedder,
+    cpu_has_fast_bf16,
+)
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+SQUAD = CORPUS / "qa" / "squad-v1.1-dev-subset6.json"
+
+
+@pytest.fixture(scope="module")
+def fp32() -> MiniLmEmbedder:
+    return MiniLmEmbedder(batch_size=16, precision="fp32")
+
+
+@pytest.fixture(scope="module")
+def fast() -> MiniLmEmbedder:
+    """The default precision (bf16 where the CPU supports it natively)."""
+    return MiniLmEmbedder(batch_size=16)
+
+
+@pytest.fixture(scope="module")
+def paragraphs() -> list[str]:
+    data = json.loads(SQUAD.read_text(encoding="utf-8"))
+    return [p["context"] for article in data["data"] for p in article["paragraphs"][:2]]
+
+
+def _cos(a: list[float], b: list[float]) -> float:
+    return float(np.dot(a, b))
+
+
+def test_vectors_are_384d_unit_length(fp32: MiniLmEmbedder, fast: MiniLmEmbedder) -> None:
+    for embedder in (fp32, fast):
+        vectors = embedder.embed_documents(["The cat sat on the mat.", "Quarterly revenue rose."])
+        assert embedder.dimensions == EMBED_DIMENSIONS == 384
+        assert [len(v) for v in vectors] == [384, 384]
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_same_input_same_vector(fast: MiniLmEmbedder) -> None:
+    text = "Invoices are due within thirty days of receipt."
+    first, second = fast.embed_documents([text]), fast.embed_documents([text])
+    assert np.allclose(first, second, atol=1e-6)
+
+
+def test_close_sentence_scores_higher_than_unrelated(
+    fp32: MiniLmEmbedder, fast: MiniLmEmbedder
+) -> None:
+    for embedder in (fp32, fast):
+        anchor, close, unrelated = embedder.embed_documents(
+            [
+                "The invoice must be paid within 30 days.",
+                "Payment of the bill is due in one month.",
+                "Penguins live mostly in the Southern Hemisphere.",
+            ]
+        )
+        assert _cos(anchor, close) > _cos(anchor, unrelated) + 0.2
+
+
+def test_query_and_document_embed_the_same_way(fast: MiniLmEmbedder) -> None:
+    text = "Who won Super Bowl 50?"
+    assert np.allclose(fast.embed_query(text), fast.embed_documents([text])[0], atol=1e-6)
+
+
+def test_empty_input_gives_no_vectors(fast: MiniLmEmbedder) -> None:
+    assert fast.embed_documents([]) == []
+
+
+def test_fast_precision_agrees_with_fp32(
+    fp32: MiniLmEmbedder, fast: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    if cpu_has_fast_bf16():
+        assert fast.precision == "bf16"
+    reference = fp32.embed_documents(paragraphs)
+    candidate = fast.embed_documents(paragraphs)
+    cosines = [_cos(a, b) for a, b in zip(reference, candidate, strict=True)]
+    assert min(cosines) >= 0.99, cosines
+
+
+def test_unknown_precision_is_refused() -> None:
+    with pytest.raises(ValueError, match="precision"):
+        MiniLmEmbedder(precision="int8")
+
+
+# --- OpenAI-compatible service --------------------------------------------------------
+
+
+class _Service:
+    """What the fake service saw and how it should answer."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.dimensions = 384
+        self.status = 200
+
+
+def _vector_for(text: str, dimensions: int) -> list[float]:
+    """A deterministic, non-normalised vector per text (so order mistakes show)."""
+    rng = np.random.default_rng(zlib.crc32(text.encode()))
+    return (rng.normal(size=dimensions) * 3).tolist()
+
+
+def _handler(service: _Service) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            service.requests.append(
+                {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+            )
+            if service.status != 200 or self.headers.get("Authorization") != "Bearer sk-test":
+                self._reply(
+                    401,
+                    {
+                        "error": {
+                            "message": "Incorrect API key provided",
+                            "type": "invalid_request_error",
+                        }
+                    },
+                )
+                return
+            data = [
+                {
+                    "object": "embedding",
+                    "index": i,
+                    "embedding": _vector_for(text, service.dimensions),
+                }
+                for i, text in enumerate(body["input"])
+            ]
+            random.Random(len(data)).shuffle(data)
+            self._reply(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body["model"],
+                    "usage": {"prompt_tokens": 7, "total_tokens": 7},
+                },
+            )
+
+        def _reply(self, status: int, payload: dict[str, Any]) -> None:
+            raw = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture()
+def service() -> Iterator[tuple[_Service, str]]:
+    state = _Service()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state, f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_service_vectors_come_back_in_input_order(service: tuple[_Service, str]) -> None:
+    state, url = service
+    embedder = OpenAiCompatibleEmbedder(url, "sk-test", "minilm", 384, batch_size=4)
+    texts = [f"chunk number {i}" for i in range(10)]
+    vectors = embedder.embed_documents(texts)
+    for text, vector in zip(texts, vectors, strict=True):
+        expected = np.asarray(_vector_for(text, 384))
+        assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-6)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    assert [len(r["body"]["input"]) for r in state.requests] == [4, 4, 2]
+    assert state.requests[0]["path"] == "/v1/embeddings"
+    assert state.requests[0]["body"]["model"] == "minilm"
+    assert embedder.embed_query("chunk number 3") == pytest.approx(vectors[3])
+
+
+def test_service_401_raises_with_status_and_message(service: tuple[_Service, str]) -> None:
+    _, url = service
+    embedder = OpenAiCompatibleEmbedder(url, "sk-wrong", "minilm", 384)
+    with pytest.raises(EmbeddingServiceError, match="HTTP 401.*Incorrect API key") as caught:
+        embedder.embed_documents(["hello"])
+    assert caught.value.status == 401
+
+
+def test_service_with_wrong_dimension_is_refused(service: tuple[_Service, str]) -> None:
+    state, url = service
+    state.dimensions = 1536
+    embedder = OpenAiCompatibleEmbedder(url, "sk-test", "text-embedding-3-small", 384)
+    with pytest.raises(EmbeddingServiceError, match="1536-dimensional.*needs 384"):
+        embedder.embed_documents(["hello"])
+
+
+def test_unreachable_service_raises_clear_error() -> None:
+    embedder = OpenAiCompatibleEmbedder("http://127.0.0.1:9/v1", "sk", "minilm", timeout=2)
+    with pytest.raises(EmbeddingServiceError, match="unreachable"):
+        embedder.embed_query("hello")
