@@ -1,9 +1,27 @@
-"""Admin for apps and, read-only, the evidence of every answer."""
+"""Admin for apps and, read-only, the evidence of every answer.
+
+A query execution's page shows the whole chain on one screen: the answer with
+its [n] markers, each quoted source with document, revision, page, lines,
+section and text, the claims side by side, every retrieval hit with its
+scores, the index identity, the validator result and the audit-chain status.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
+import hashlib
 
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.safestring import mark_safe
+
+from audit.ledger import canonical
+from audit.models import EvidenceEntry
+from citations import exports
 from citations.models import (
     App,
     ClaimCitation,
@@ -12,11 +30,18 @@ from citations.models import (
     RagTrace,
     RetrievalHit,
 )
-from documents.admin import ReadOnlyAdmin
+from citations.services import query_validate
+from documents.admin_scoping import (
+    EvidenceAdmin,
+    OrganizationScopedAdmin,
+    ReadOnlyInline,
+    organization_ids_of,
+)
+from documents.models import DataSource
 
 
 @admin.register(App)
-class AppAdmin(admin.ModelAdmin):
+class AppAdmin(OrganizationScopedAdmin):
     list_display = ["name", "organization", "is_public", "generator", "top_k", "created_at"]
     list_filter = ["organization", "is_public", "generator"]
     list_select_related = ["organization"]
@@ -24,10 +49,49 @@ class AppAdmin(admin.ModelAdmin):
     search_fields = ["name", "=id"]
 
 
-class QuotedSourceInline(admin.TabularInline):
+class DataSourceFilter(admin.SimpleListFilter):
+    """Answers that cite a document of this data source."""
+
+    title = "data source"
+    parameter_name = "data_source"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list:
+        sources = DataSource.objects.order_by("name")
+        if not request.user.is_superuser:
+            sources = sources.filter(organization_id__in=organization_ids_of(request.user))
+        return [(str(s.pk), s.name) for s in sources]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value():
+            return queryset.filter(quoted_sources__data_source_id=self.value()).distinct()
+        return queryset
+
+
+class DocumentFilter(admin.SimpleListFilter):
+    """Answers that cite a document of this name (any revision)."""
+
+    title = "document"
+    parameter_name = "document"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list:
+        quoted = QuotedSource.objects.all()
+        if not request.user.is_superuser:
+            quoted = quoted.filter(query__organization_id__in=organization_ids_of(request.user))
+        names = (
+            quoted.values_list("document_name", flat=True)
+            .distinct()
+            .order_by("document_name")[:200]
+        )
+        return [(name, name) for name in names]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value():
+            return queryset.filter(quoted_sources__document_name=self.value()).distinct()
+        return queryset
+
+
+class QuotedSourceInline(ReadOnlyInline):
     model = QuotedSource
-    extra = 0
-    can_delete = False
     fields = [
         "quoted_as",
         "document_name",
@@ -41,60 +105,202 @@ class QuotedSourceInline(admin.TabularInline):
     ]
     readonly_fields = fields
 
-    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
-        return False
+
+@admin.register(QueryExecution)
+class QueryExecutionAdmin(EvidenceAdmin):
+    list_display = [
+        "question_short",
+        "answer_short",
+        "app",
+        "organization",
+        "caller",
+        "validator_status",
+        "latency",
+        "created_at",
+    ]
+    list_filter = [
+        "organization",
+        "app",
+        DataSourceFilter,
+        DocumentFilter,
+        "caller",
+        "hits__retriever_type",
+        "validator_status",
+        "status",
+        "origin",
+        "created_at",
+    ]
+    list_select_related = ["app", "organization"]
+    search_fields = [
+        "question",
+        "answer",
+        "quoted_sources__document_name",
+        "quoted_sources__chunk_text",
+        "=id",
+    ]
+    date_hierarchy = "created_at"
+    actions = ["export_csv", "export_json"]
+    change_form_template = "admin/citations/queryexecution/evidence.html"
+
+    @admin.display(description="question", ordering="question")
+    def question_short(self, obj: QueryExecution) -> str:
+        return obj.question[:90]
+
+    @admin.display(description="answer")
+    def answer_short(self, obj: QueryExecution) -> str:
+        return obj.answer[:120]
+
+    @admin.display(description="latency", ordering="latency_ms")
+    def latency(self, obj: QueryExecution) -> str:
+        return f"{obj.latency_ms:.0f} ms" if obj.latency_ms is not None else "–"
+
+    def get_urls(self) -> list:
+        report = self.admin_site.admin_view(self.report_view)
+        return [
+            path("<uuid:object_id>/report/", report, name="citations_queryexecution_report"),
+            *super().get_urls(),
+        ]
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> HttpResponse:
+        execution = get_object_or_404(self.get_queryset(request), pk=object_id)
+        return super().change_view(
+            request, object_id, form_url, {**(extra_context or {}), **evidence_context(execution)}
+        )
+
+    def report_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
+        """A printable one-page report of one answer and its sources."""
+        if not self.has_view_permission(request):
+            from django.core.exceptions import PermissionDenied
+
+            raise PermissionDenied
+        execution = get_object_or_404(self.get_queryset(request), pk=object_id)
+        context = {
+            **self.admin_site.each_context(request),
+            **evidence_context(execution),
+            "printed_at": timezone.now(),
+            "printed_by": request.user,
+        }
+        return TemplateResponse(request, "admin/citations/queryexecution/report.html", context)
+
+    @admin.action(description="Export selected answers with provenance (CSV)")
+    def export_csv(self, request: HttpRequest, queryset: QuerySet) -> StreamingHttpResponse:
+        response = StreamingHttpResponse(exports.csv_rows(queryset), content_type="text/csv")
+        response["Content-Disposition"] = 'attachment; filename="answers-provenance.csv"'
+        return response
+
+    @admin.action(description="Export selected answers with provenance (JSON)")
+    def export_json(self, request: HttpRequest, queryset: QuerySet) -> StreamingHttpResponse:
+        response = StreamingHttpResponse(
+            exports.json_chunks(queryset), content_type="application/json"
+        )
+        response["Content-Disposition"] = 'attachment; filename="answers-provenance.json"'
+        return response
 
 
-class ClaimInline(admin.TabularInline):
-    model = ClaimCitation
-    extra = 0
-    can_delete = False
-    fields = ["segment", "reply_sentence", "source_sentence", "relevance"]
-    readonly_fields = fields
+def _answer_with_links(execution: QueryExecution) -> str:
+    """The answer, HTML-escaped, with each [n] linking to its source on the page."""
+    from django.utils.html import escape
 
-    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
-        return False
+    html = escape(execution.answer)
+    for source in execution.quoted_sources.all():
+        marker = f"[{source.quoted_as}]"
+        html = html.replace(marker, f'<a href="#source-{source.quoted_as}">{marker}</a>')
+    return mark_safe(html)  # noqa: S308 - built from escaped text
 
 
-class HitInline(admin.TabularInline):
-    model = RetrievalHit
-    extra = 0
-    can_delete = False
-    fields = [
+def _chain_status(execution: QueryExecution) -> str:
+    entry = EvidenceEntry.objects.filter(
+        record_table=QueryExecution._meta.db_table, record_id=str(execution.pk)
+    ).first()
+    if entry is None:
+        return "not chained yet" if execution.status == "running" else "MISSING from the chain"
+    digest = hashlib.sha256(canonical(execution)).hexdigest()
+    state = "intact" if digest == entry.content_hash else "EDITED since it was chained"
+    return f"entry #{entry.seq}, {state}"
+
+
+def evidence_context(execution: QueryExecution) -> dict:
+    sources = list(
+        execution.quoted_sources.select_related("file", "chunk")
+        .defer("chunk__embedding")
+        .order_by("id")
+    )
+    claims = list(
+        ClaimCitation.objects.filter(query=execution)
+        .select_related("quoted_source")
+        .order_by("segment")
+    )
+    hits = list(
+        RetrievalHit.objects.filter(query=execution).select_related("file").order_by("k_pos")
+    )
+    for source in sources:
+        source.chunk_admin_url = reverse("admin:documents_chunk_change", args=[source.chunk_id])
+        source.file_admin_url = reverse("admin:documents_file_change", args=[source.file_id])
+        source.download_url = reverse("admin:documents_file_download", args=[source.file_id])
+    return {
+        "execution": execution,
+        "answer_html": _answer_with_links(execution),
+        "sources": sources,
+        "claims": claims,
+        "hits": hits,
+        "validation": query_validate(execution=execution),
+        "chain_status": _chain_status(execution),
+        "report_url": reverse("admin:citations_queryexecution_report", args=[execution.pk]),
+    }
+
+
+@admin.register(QuotedSource)
+class QuotedSourceAdmin(EvidenceAdmin):
+    organization_path = "query__organization"
+    list_display = [
+        "quoted_as",
+        "document_name",
+        "file_revision",
+        "page_start",
+        "section",
+        "score",
+        "query",
+    ]
+    list_select_related = ["query"]
+    search_fields = ["document_name", "chunk_text", "=query__id"]
+
+
+@admin.register(ClaimCitation)
+class ClaimCitationAdmin(EvidenceAdmin):
+    organization_path = "query__organization"
+    list_display = ["segment", "reply_sentence", "source_sentence", "query"]
+    list_select_related = ["query"]
+    search_fields = ["reply_sentence", "source_sentence"]
+
+
+@admin.register(RetrievalHit)
+class RetrievalHitAdmin(EvidenceAdmin):
+    organization_path = "query__organization"
+    list_display = [
         "k_pos",
         "k_final",
         "retriever_type",
         "score_raw",
         "score_norm",
         "section",
-        "file_revision",
+        "query",
     ]
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
-        return False
-
-
-@admin.register(QueryExecution)
-class QueryExecutionAdmin(ReadOnlyAdmin):
-    list_display = [
-        "question",
-        "app",
-        "organization",
-        "caller",
-        "status",
-        "validator_status",
-        "latency_ms",
-        "created_at",
-    ]
-    list_filter = ["status", "validator_status", "organization", "app", "origin"]
-    list_select_related = ["app", "organization"]
-    search_fields = ["question", "answer", "=id"]
-    date_hierarchy = "created_at"
-    inlines = [QuotedSourceInline, ClaimInline, HitInline]
+    list_select_related = ["query"]
+    list_filter = ["retriever_type"]
 
 
 @admin.register(RagTrace)
-class RagTraceAdmin(ReadOnlyAdmin):
+class RagTraceAdmin(EvidenceAdmin):
+    organization_path = "query__organization"
     list_display = ["ts", "qid", "seg", "lambda_state", "section_id", "rev"]
+    list_select_related = ["query"]
     search_fields = ["qid", "line"]
+
+
+from citations.threads import admin as threads_admin  # noqa: E402, F401 - thread admins

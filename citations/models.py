@@ -75,15 +75,22 @@ class QueryExecution(models.Model):
         max_length=20, choices=QueryStatus.choices, default=QueryStatus.RUNNING
     )
     error_message = models.TextField(blank=True, default="")
+    # no database constraint and no cascade: deleting a user or key must not touch evidence
     caller_user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
         related_name="query_executions",
     )
     caller_api_key = models.ForeignKey(
-        "documents.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "documents.ApiKey",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
     caller = models.CharField(
         max_length=200, blank=True, default="", help_text="Who asked, as recorded at the time."
@@ -216,3 +223,102 @@ class RagTrace(models.Model):
 
     def __str__(self) -> str:
         return self.line[:80]
+
+
+class Thread(models.Model):
+    """A conversation of one organization (the Assistants API's ``thread``)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        "documents.Organization", on_delete=models.PROTECT, related_name="threads"
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    caller = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"thread {self.pk}"
+
+
+class MessageRole(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+class Message(models.Model):
+    """One turn of a thread. An assistant message written by a run points at the
+    query execution that holds its evidence; ``annotations`` and ``sources`` are
+    the citations and source-tracing fields as issued when the run completed."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="messages")
+    role = models.CharField(max_length=20, choices=MessageRole.choices)
+    content = models.TextField()
+    annotations = models.JSONField(default=list, blank=True)
+    sources = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    app = models.ForeignKey(App, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    run = models.ForeignKey(
+        "Run", null=True, blank=True, on_delete=models.PROTECT, related_name="messages"
+    )
+    query = models.ForeignKey(
+        QueryExecution, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["thread", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:80]}"
+
+
+class RunStatus(models.TextChoices):
+    """queued → in_progress → completed | failed; queued → cancelled;
+    in_progress → cancelling → cancelled (the worker finishes, the answer is
+    recorded for audit but not posted to the thread)."""
+
+    QUEUED = "queued"
+    IN_PROGRESS = "in_progress"
+    CANCELLING = "cancelling"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    COMPLETED = "completed"
+
+
+class Run(models.Model):
+    """One answer of an app (``assistant_id``) to the latest user message of a thread."""
+
+    ACTIVE = (RunStatus.QUEUED, RunStatus.IN_PROGRESS, RunStatus.CANCELLING)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="runs")
+    app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="runs")
+    question = models.ForeignKey(Message, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(
+        max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
+    )
+    instructions = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    query = models.ForeignKey(
+        QueryExecution, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    caller_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    caller_api_key = models.ForeignKey(
+        "documents.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    error_code = models.CharField(max_length=40, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["thread", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"

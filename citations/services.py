@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from audit.ledger import ledger_append
 from citations.composition import Composition, compose
 from citations.generators import Passage, generator_for
 from citations.models import (
@@ -113,14 +114,21 @@ def query_execute(
     try:
         _answer(execution, app, cleaned, retrieval_context, started)
     except Exception as exc:
-        QueryExecution.objects.filter(pk=execution.pk).update(
-            status=QueryStatus.FAILED,
-            error_message=f"{type(exc).__name__}: {exc}"[:2000],
-            completed_at=timezone.now(),
-        )
+        _fail(execution, exc)
         raise
     execution.refresh_from_db()
     return execution
+
+
+@transaction.atomic
+def _fail(execution: QueryExecution, exc: Exception) -> None:
+    """A failed answer is evidence too: record why, and chain it."""
+    QueryExecution.objects.filter(pk=execution.pk).update(
+        status=QueryStatus.FAILED,
+        error_message=f"{type(exc).__name__}: {exc}"[:2000],
+        completed_at=timezone.now(),
+    )
+    ledger_append([execution])
 
 
 def _answer(
@@ -130,8 +138,10 @@ def _answer(
     embedder = default_embedder()
     if embed_model and embed_model != f"{embedder.model_id}:{embedder.pooling}":
         # analyzer parity: vectors of another model cannot be compared with these
-        raise RuntimeError(f"the index was built with {embed_model}, the query path uses "
-                           f"{embedder.model_id}:{embedder.pooling}; rebuild the index")
+        raise RuntimeError(
+            f"the index was built with {embed_model}, the query path uses "
+            f"{embedder.model_id}:{embedder.pooling}; rebuild the index"
+        )
     search_text = f"{context}\n{question}".strip() if context else question
     vector = embedder.embed_query(search_text)
     retrieved = _retrieve(app, search_text, vector, analyzer)
@@ -205,7 +215,7 @@ def _record(
     ]
     RetrievalHit.objects.bulk_create(hits)
     sources = _quoted_sources(execution, retrieved, hits, composition)
-    segments = _claims(execution, retrieved, hits, composition, sources)
+    segments, claims = _claims(execution, retrieved, hits, composition, sources)
     validator_status = (
         "ok"
         if all(s.lambda_state == "convergent" for s in segments)
@@ -214,7 +224,9 @@ def _record(
     if not composition.claims:
         validator_status = "empty_citations"
     now = timezone.now()
-    _traces(execution, retrieved, segments, composition, index_hash, embed_model, analyzer, now)
+    traces = _traces(
+        execution, retrieved, segments, composition, index_hash, embed_model, analyzer, now
+    )
     QueryExecution.objects.filter(pk=execution.pk).update(
         answer=composition.answer,
         status=QueryStatus.COMPLETED,
@@ -225,6 +237,8 @@ def _record(
         latency_ms=(time.perf_counter() - started) * 1000,
         completed_at=now,
     )
+    quoted = sorted(sources.values(), key=lambda s: int(s.quoted_as))
+    ledger_append([execution, *hits, *quoted, *claims, *traces])
 
 
 def _quoted_sources(execution, retrieved, hits, composition) -> dict[int, QuotedSource]:  # noqa: ANN001
@@ -257,7 +271,9 @@ def _quoted_sources(execution, retrieved, hits, composition) -> dict[int, Quoted
     return sources
 
 
-def _claims(execution, retrieved, hits, composition, sources) -> list[TraceSegment]:  # noqa: ANN001
+def _claims(
+    execution, retrieved, hits, composition, sources
+) -> tuple[list[TraceSegment], list[ClaimCitation]]:  # noqa: ANN001
     rows, segments = [], []
     for seg, composed in enumerate(composition.claims, start=1):
         claim, chunk = composed.claim, retrieved[composed.claim.passage].chunk
@@ -295,7 +311,7 @@ def _claims(execution, retrieved, hits, composition, sources) -> list[TraceSegme
             )
         )
     ClaimCitation.objects.bulk_create(rows)
-    return segments
+    return segments, rows
 
 
 def _traces(
@@ -307,7 +323,7 @@ def _traces(
     embed_model,
     analyzer,  # noqa: ANN001
     now,
-) -> None:  # noqa: ANN001
+) -> list[RagTrace]:  # noqa: ANN001
     top = retrieved[0] if retrieved else None
     question_segment = TraceSegment(
         seg=0,
@@ -352,7 +368,7 @@ def _traces(
                 line=line,
             )
         )
-    RagTrace.objects.bulk_create(rows)
+    return RagTrace.objects.bulk_create(rows)
 
 
 def query_validate(*, execution: QueryExecution) -> dict:

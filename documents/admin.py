@@ -1,18 +1,23 @@
 """Admin for organizations, data sources, file revisions, Markdown and chunks.
 
 Everything the pipeline writes (hashes, Markdown, chunks, locations) is
-read-only here; officers inspect it, actions call services.
+read-only here; officers inspect it, actions call services. Every list is
+scoped to the staff member's organizations.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
+from django.http import FileResponse, HttpRequest
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
 from django.utils.html import format_html
 
+from audit.events import client_address, document_event_record
 from documents import ingestion
+from documents.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyInline
 from documents.models import (
     ApiKey,
     Chunk,
@@ -24,35 +29,26 @@ from documents.models import (
     Organization,
     OrganizationMember,
 )
+from documents.storage import original_open
 
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """System-written records: viewable, never added, changed or deleted by hand."""
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+ReadOnlyAdmin = EvidenceAdmin  # kept for modules that import the old name
 
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):
+class OrganizationAdmin(OrganizationScopedAdmin):
+    organization_path = "pk"
     list_display = ["name", "id", "created_at"]
     search_fields = ["name"]
 
 
 @admin.register(OrganizationMember)
-class OrganizationMemberAdmin(admin.ModelAdmin):
+class OrganizationMemberAdmin(OrganizationScopedAdmin):
     list_display = ["user", "organization"]
     list_select_related = ["user", "organization"]
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(OrganizationScopedAdmin):
     list_display = ["prefix", "name", "organization", "created_at", "last_used_at", "revoked_at"]
     list_select_related = ["organization"]
     readonly_fields = ["prefix", "key_hash", "created_at", "last_used_at"]
@@ -71,14 +67,14 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(DataSource)
-class DataSourceAdmin(admin.ModelAdmin):
+class DataSourceAdmin(OrganizationScopedAdmin):
     list_display = ["name", "organization", "vector_database", "created_at"]
     list_select_related = ["organization", "vector_database"]
     search_fields = ["name"]
 
 
 @admin.register(File)
-class FileAdmin(ReadOnlyAdmin):
+class FileAdmin(EvidenceAdmin):
     list_display = [
         "name",
         "revision",
@@ -89,6 +85,7 @@ class FileAdmin(ReadOnlyAdmin):
         "data_source",
         "organization",
         "is_current",
+        "deleted_at",
         "created_at",
     ]
     list_filter = ["status", "kind", "organization", "data_source"]
@@ -97,6 +94,28 @@ class FileAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in File._meta.fields] + ["download"]
     actions = ["retry_failed"]
+
+    def get_urls(self) -> list:
+        download = self.admin_site.admin_view(self.download_view)
+        return [
+            path("<uuid:file_id>/download/", download, name="documents_file_download"),
+            *super().get_urls(),
+        ]
+
+    def download_view(self, request: HttpRequest, file_id: str) -> FileResponse:
+        """The original bytes for an officer; the download is itself recorded."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        record = get_object_or_404(self.get_queryset(request), pk=file_id)
+        document_event_record(
+            kind="download", file=record, user=request.user, origin=client_address(request)
+        )
+        return FileResponse(
+            original_open(record.storage_key),
+            as_attachment=True,
+            filename=record.name,
+            content_type=record.content_type,
+        )
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: File) -> str:
@@ -108,12 +127,13 @@ class FileAdmin(ReadOnlyAdmin):
 
     @admin.display(boolean=True, description="current")
     def is_current(self, obj: File) -> bool:
-        return obj.is_current
+        return obj.is_current and obj.deleted_at is None
 
     @admin.display(description="original")
     def download(self, obj: File) -> str:
+        url = reverse("admin:documents_file_download", args=[obj.pk])
         return format_html(
-            '<a href="{}">download original</a>', reverse("file-content", args=[obj.pk])
+            '<a href="{}">download original ({} bytes, sha256 {})</a>', url, obj.size, obj.sha256
         )
 
     @admin.action(description="Retry ingestion of the selected failed files")
@@ -125,7 +145,8 @@ class FileAdmin(ReadOnlyAdmin):
 
 
 @admin.register(DocumentMarkdown)
-class DocumentMarkdownAdmin(ReadOnlyAdmin):
+class DocumentMarkdownAdmin(EvidenceAdmin):
+    organization_path = "file__organization"
     list_display = [
         "file",
         "converter",
@@ -140,13 +161,11 @@ class DocumentMarkdownAdmin(ReadOnlyAdmin):
     search_fields = ["file__name"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DocumentMarkdown]:
-        return super().get_queryset(request).defer("markdown", "line_pages")
+        return super().get_queryset(request).defer("line_pages")
 
 
-class LocationInline(admin.TabularInline):
+class LocationInline(ReadOnlyInline):
     model = Location
-    extra = 0
-    can_delete = False
     fields = [
         "ordinal",
         "page_number",
@@ -155,15 +174,13 @@ class LocationInline(admin.TabularInline):
         "char_start",
         "char_end",
         "hierarchy",
+        "boxes",
     ]
     readonly_fields = fields
 
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
 
 @admin.register(Chunk)
-class ChunkAdmin(ReadOnlyAdmin):
+class ChunkAdmin(EvidenceAdmin):
     list_display = [
         "id",
         "file",
@@ -173,12 +190,19 @@ class ChunkAdmin(ReadOnlyAdmin):
         "line_number_start",
         "line_number_end",
         "token_count",
+        "is_retrievable",
     ]
     list_select_related = ["file"]
     search_fields = ["chunk_text", "file__name", "=id"]
-    list_filter = ["vector_database"]
+    list_filter = ["organization", "data_source", "is_retrievable"]
     inlines = [LocationInline]
     exclude = ["embedding"]
+    readonly_fields = ["file_link", "content_hash", "char_start", "char_end", "hierarchy"]
+
+    @admin.display(description="file revision")
+    def file_link(self, obj: Chunk) -> str:
+        url = reverse("admin:documents_file_change", args=[obj.file_id])
+        return format_html('<a href="{}">{}</a>', url, obj.file)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
         return super().get_queryset(request).defer("embedding")

@@ -305,11 +305,24 @@ def file_retry(*, file: File) -> None:
 
 
 @transaction.atomic
-def file_delete(*, file: File, reason: str) -> None:
+def file_delete(
+    *,
+    file: File,
+    reason: str,
+    user=None,
+    api_key=None,
+    origin: str | None = None,  # noqa: ANN001
+) -> None:
     """Hide every revision of a document from retrieval; bytes, chunks and the
-    answers that cited them stay for evidence."""
+    answers that cited them stay for evidence, and the deletion is recorded."""
+    from audit.events import document_event_record
     from retrieval.services import index_hash_refresh
 
+    if not reason.strip():
+        raise ValueError("a deletion needs a reason")
+    document_event_record(
+        kind="deletion", file=file, user=user, api_key=api_key, origin=origin, reason=reason
+    )
     now = timezone.now()
     revisions = File.objects.filter(data_source_id=file.data_source_id, name=file.name)
     revisions.filter(deleted_at__isnull=True).update(deleted_at=now, deletion_reason=reason)

@@ -17,6 +17,7 @@ from typing import IO
 from django.conf import settings
 from django.db import transaction
 
+from audit.events import document_event_record
 from documents import ingestion
 from documents.models import ApiKey, DataSource, File, Organization
 from documents.sniffing import UnsupportedFile, sniff
@@ -95,6 +96,7 @@ def file_upload(
     stream: IO[bytes],
     uploaded_by=None,  # noqa: ANN001
     api_key: ApiKey | None = None,
+    origin: str | None = None,
 ) -> UploadResult:
     """Store a new file (or a new revision of a file of the same name) and queue it."""
     name = filename_sanitize(name)
@@ -123,6 +125,7 @@ def file_upload(
             key,
             uploaded_by,
             api_key,
+            origin,
         )
     except Exception:
         original_delete(key)
@@ -140,7 +143,9 @@ def _current_revision(data_source: DataSource, name: str) -> File | None:
 
 
 @transaction.atomic
-def _record(data_source, name, kind, content_type, size, sha256, key, user, api_key) -> File:  # noqa: ANN001
+def _record(
+    data_source, name, kind, content_type, size, sha256, key, user, api_key, origin
+) -> File:  # noqa: ANN001, E501
     DataSource.objects.select_for_update().get(pk=data_source.pk)  # serialises revision numbers
     latest = File.objects.filter(data_source=data_source, name=name).order_by("-revision").first()
     record = File.objects.create(
@@ -156,6 +161,13 @@ def _record(data_source, name, kind, content_type, size, sha256, key, user, api_
         revision=latest.revision + 1 if latest else 1,
         uploaded_by=user if user is not None and user.is_authenticated else None,
         uploaded_with_key=api_key,
+    )
+    document_event_record(
+        kind="revision" if record.revision > 1 else "upload",
+        file=record,
+        user=user,
+        api_key=api_key,
+        origin=origin,
     )
     ingestion.ingestion_queue(file_id=record.pk)
     return record

@@ -48,6 +48,8 @@ class FileOutput(serializers.ModelSerializer):
             "ready_at",
             "status_url",
             "content_url",
+            "deleted_at",
+            "deletion_reason",
         ]
 
     def get_progress(self, obj: File) -> dict:

@@ -9,7 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from documents import selectors
+from audit.events import client_address, document_event_record
+from documents import ingestion, selectors
 from documents.api.errors import ApiError
 from documents.api.serializers import ChunkOutput, FileOutput, FileUploadInput
 from documents.models import ApiKey
@@ -36,6 +37,7 @@ class FileUploadView(APIView):
                 stream=upload,
                 uploaded_by=request.user,
                 api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+                origin=client_address(request),
             )
         except UploadRejected as exc:
             raise ApiError(
@@ -54,6 +56,22 @@ class FileDetailView(APIView):
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         return Response(FileOutput(record).data)
 
+    def delete(self, request: Request, file_id: str) -> Response:
+        """Hide the document from retrieval (all revisions); evidence and bytes stay."""
+        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        reason = request.data.get("reason") if isinstance(request.data, dict) else None
+        if not isinstance(reason, str) or not reason.strip():
+            raise ApiError("a deletion needs a 'reason'", code="reason_required", param="reason")
+        ingestion.file_delete(
+            file=record,
+            reason=reason.strip(),
+            user=request.user,
+            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+            origin=client_address(request),
+        )
+        record.refresh_from_db()
+        return Response(FileOutput(record).data)
+
 
 class FileContentView(APIView):
     """The original uploaded bytes, byte for byte."""
@@ -61,6 +79,13 @@ class FileContentView(APIView):
     @extend_schema(responses={(200, "application/octet-stream"): bytes})
     def get(self, request: Request, file_id: str) -> FileResponse:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        document_event_record(
+            kind="download",
+            file=record,
+            user=request.user,
+            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+            origin=client_address(request),
+        )
         response = FileResponse(
             original_open(record.storage_key),
             as_attachment=True,

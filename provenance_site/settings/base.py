@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "documents",
     "retrieval",
     "citations",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -93,7 +94,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
 
 # --- file storage: local filesystem, or an S3-compatible bucket ----------------
 MEDIA_ROOT = Path(env_str("PROVENANCE_MEDIA_ROOT", str(VAR_DIR / "media")))

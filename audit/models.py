@@ -1,0 +1,59 @@
+"""The tamper-evident audit trail: a hash chain over every evidence record, and
+document lifecycle events (upload, revision, deletion, download).
+
+Both tables are append-only in the database itself (see the triggers in this
+app's migrations); the chain makes any edit that bypasses that visible.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class EvidenceEntry(models.Model):
+    """One link: ``entry_hash = sha256(prev_hash | table | id | content_hash)``."""
+
+    seq = models.BigAutoField(primary_key=True)
+    record_table = models.CharField(max_length=100)
+    record_id = models.CharField(max_length=64)
+    organization_id = models.UUIDField(null=True, db_index=True)
+    content_hash = models.CharField(max_length=64)
+    prev_hash = models.CharField(max_length=64)
+    entry_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["seq"]
+        verbose_name_plural = "evidence entries"
+        indexes = [models.Index(fields=["record_table", "record_id"], name="entry_record")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.record_table}:{self.record_id}"
+
+
+class DocumentEvent(models.Model):
+    """Something that happened to a document, with who, when, from where and why."""
+
+    class Kind(models.TextChoices):
+        UPLOAD = "upload"
+        REVISION = "revision"
+        DELETION = "deletion"
+        DOWNLOAD = "download"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices, db_index=True)
+    file = models.ForeignKey("documents.File", on_delete=models.PROTECT, related_name="events")
+    organization = models.ForeignKey(
+        "documents.Organization", on_delete=models.PROTECT, related_name="+"
+    )
+    actor = models.CharField(max_length=200, help_text="Who, as recorded at the time.")
+    actor_user_id = models.IntegerField(null=True, blank=True)
+    origin = models.GenericIPAddressField(null=True, blank=True)
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.file_id} by {self.actor}"

@@ -1,0 +1,111 @@
+"""Exporting answers with their full provenance, streamed so 10,000 records
+never sit in memory at once."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+
+from django.db.models import Prefetch, QuerySet
+
+from citations.models import ClaimCitation, QueryExecution, QuotedSource
+
+CSV_COLUMNS = [
+    "query_id", "created_at", "organization", "app", "caller", "question", "answer",
+    "status", "validator_status", "index_hash", "embed_model", "analyzer", "latency_ms",
+    "quoted_as", "document", "file_id", "revision", "file_sha256", "page_start", "page_end",
+    "line_number_start", "line_number_end", "section", "chunk_id", "chunk_hash", "score",
+    "retriever_type", "quoted_text",
+]
+
+
+def _with_provenance(queryset: QuerySet[QueryExecution]) -> Iterator[QueryExecution]:
+    sources = QuotedSource.objects.order_by("id")
+    claims = ClaimCitation.objects.select_related("quoted_source").order_by("segment")
+    return (
+        queryset.select_related("app", "organization")
+        .prefetch_related(Prefetch("quoted_sources", queryset=sources),
+                          Prefetch("claim_citations", queryset=claims))
+        .order_by("created_at", "pk")
+        .iterator(chunk_size=500)
+    )
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _base_row(execution: QueryExecution) -> list:
+    return [
+        execution.pk, execution.created_at.isoformat(), execution.organization.name,
+        execution.app.name, execution.caller, execution.question, execution.answer,
+        execution.status, execution.validator_status, execution.index_hash,
+        execution.embed_model, execution.analyzer, execution.latency_ms,
+    ]
+
+
+def csv_rows(queryset: QuerySet[QueryExecution]) -> Iterator[str]:
+    """One line per quoted source (or one line for an answer that cites nothing)."""
+    writer = csv.writer(_Echo())
+    yield writer.writerow(CSV_COLUMNS)
+    for execution in _with_provenance(queryset):
+        base = _base_row(execution)
+        sources = list(execution.quoted_sources.all())
+        if not sources:
+            yield writer.writerow(base + [""] * (len(CSV_COLUMNS) - len(base)))
+        for s in sources:
+            yield writer.writerow(base + [
+                s.quoted_as, s.document_name, s.file_id, s.file_revision, s.file_sha256,
+                s.page_start, s.page_end, s.line_number_start, s.line_number_end, s.section,
+                s.chunk_id, s.chunk_hash, s.score, s.retriever_type, s.chunk_text,
+            ])
+
+
+def record_json(execution: QueryExecution) -> dict:
+    return {
+        "query_id": str(execution.pk),
+        "created_at": execution.created_at.isoformat(),
+        "organization": execution.organization.name,
+        "app": {"id": str(execution.app_id), "name": execution.app.name},
+        "caller": execution.caller,
+        "question": execution.question,
+        "answer": execution.answer,
+        "status": execution.status,
+        "validator_status": execution.validator_status,
+        "index_hash": execution.index_hash,
+        "embed_model": execution.embed_model,
+        "analyzer": execution.analyzer,
+        "latency_ms": execution.latency_ms,
+        "quoted_sources": [
+            {
+                "quoted_as": s.quoted_as, "document": s.document_name, "file_id": str(s.file_id),
+                "revision": s.file_revision, "file_sha256": s.file_sha256,
+                "page_start": s.page_start, "page_end": s.page_end,
+                "line_number_start": s.line_number_start, "line_number_end": s.line_number_end,
+                "section": s.section, "chunk_id": str(s.chunk_id), "chunk_hash": s.chunk_hash,
+                "score": s.score, "retriever_type": s.retriever_type, "text": s.chunk_text,
+            }
+            for s in execution.quoted_sources.all()
+        ],
+        "claims": [
+            {
+                "quoted_as": c.quoted_source.quoted_as, "reply_sentence": c.reply_sentence,
+                "reply_start": c.reply_start, "reply_end": c.reply_end,
+                "source_sentence": c.source_sentence, "source_start": c.source_start,
+                "source_end": c.source_end,
+            }
+            for c in execution.claim_citations.all()
+        ],
+    }
+
+
+def json_chunks(queryset: QuerySet[QueryExecution]) -> Iterator[str]:
+    """A JSON array, written record by record."""
+    yield "["
+    first = True
+    for execution in _with_provenance(queryset):
+        yield ("" if first else ",\n") + json.dumps(record_json(execution), default=str)
+        first = False
+    yield "]\n"
