@@ -7,29 +7,71 @@ import csv
 import json
 from collections.abc import Iterator
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
 from citations.models import ClaimCitation, QueryExecution, QuotedSource
 
+# records fetched (with their sources and claims) per round trip: memory stays
+# proportional to this, not to the size of the export
+CHUNK = 100
+
 CSV_COLUMNS = [
-    "query_id", "created_at", "organization", "app", "caller", "question", "answer",
-    "status", "validator_status", "index_hash", "embed_model", "analyzer", "latency_ms",
-    "quoted_as", "document", "file_id", "revision", "file_sha256", "page_start", "page_end",
-    "line_number_start", "line_number_end", "section", "chunk_id", "chunk_hash", "score",
-    "retriever_type", "quoted_text",
+    "query_id",
+    "created_at",
+    "organization",
+    "app",
+    "caller",
+    "question",
+    "answer",
+    "status",
+    "validator_status",
+    "index_hash",
+    "embed_model",
+    "analyzer",
+    "latency_ms",
+    "quoted_as",
+    "document",
+    "file_id",
+    "revision",
+    "file_sha256",
+    "page_start",
+    "page_end",
+    "line_number_start",
+    "line_number_end",
+    "section",
+    "chunk_id",
+    "chunk_hash",
+    "score",
+    "retriever_type",
+    "quoted_text",
 ]
 
 
 def _with_provenance(queryset: QuerySet[QueryExecution]) -> Iterator[QueryExecution]:
+    """Records in primary-key order, a page at a time (keyset pagination), each
+    page with its sources and claims; nothing else is held between pages."""
     sources = QuotedSource.objects.order_by("id")
-    claims = ClaimCitation.objects.select_related("quoted_source").order_by("segment")
-    return (
-        queryset.select_related("app", "organization")
-        .prefetch_related(Prefetch("quoted_sources", queryset=sources),
-                          Prefetch("claim_citations", queryset=claims))
-        .order_by("created_at", "pk")
-        .iterator(chunk_size=500)
+    claims = (
+        ClaimCitation.objects.select_related("quoted_source")
+        .defer("quoted_source__chunk_text")
+        .order_by("segment")
     )
+    pages = queryset.select_related("app", "organization").order_by("pk")
+    last = None
+    while True:
+        page = pages.filter(pk__gt=last) if last is not None else pages
+        batch = list(page[:CHUNK])
+        if not batch:
+            return
+        prefetch_related_objects(
+            batch,
+            Prefetch("quoted_sources", queryset=sources),
+            Prefetch("claim_citations", queryset=claims),
+        )
+        yield from batch
+        last = batch[-1].pk
+        for record in batch:  # prefetched children point back at their parent: break
+            record._prefetched_objects_cache.clear()  # the cycles so pages free at once
 
 
 class _Echo:
@@ -39,10 +81,19 @@ class _Echo:
 
 def _base_row(execution: QueryExecution) -> list:
     return [
-        execution.pk, execution.created_at.isoformat(), execution.organization.name,
-        execution.app.name, execution.caller, execution.question, execution.answer,
-        execution.status, execution.validator_status, execution.index_hash,
-        execution.embed_model, execution.analyzer, execution.latency_ms,
+        execution.pk,
+        execution.created_at.isoformat(),
+        execution.organization.name,
+        execution.app.name,
+        execution.caller,
+        execution.question,
+        execution.answer,
+        execution.status,
+        execution.validator_status,
+        execution.index_hash,
+        execution.embed_model,
+        execution.analyzer,
+        execution.latency_ms,
     ]
 
 
@@ -56,11 +107,26 @@ def csv_rows(queryset: QuerySet[QueryExecution]) -> Iterator[str]:
         if not sources:
             yield writer.writerow(base + [""] * (len(CSV_COLUMNS) - len(base)))
         for s in sources:
-            yield writer.writerow(base + [
-                s.quoted_as, s.document_name, s.file_id, s.file_revision, s.file_sha256,
-                s.page_start, s.page_end, s.line_number_start, s.line_number_end, s.section,
-                s.chunk_id, s.chunk_hash, s.score, s.retriever_type, s.chunk_text,
-            ])
+            yield writer.writerow(
+                base
+                + [
+                    s.quoted_as,
+                    s.document_name,
+                    s.file_id,
+                    s.file_revision,
+                    s.file_sha256,
+                    s.page_start,
+                    s.page_end,
+                    s.line_number_start,
+                    s.line_number_end,
+                    s.section,
+                    s.chunk_id,
+                    s.chunk_hash,
+                    s.score,
+                    s.retriever_type,
+                    s.chunk_text,
+                ]
+            )
 
 
 def record_json(execution: QueryExecution) -> dict:
@@ -80,20 +146,32 @@ def record_json(execution: QueryExecution) -> dict:
         "latency_ms": execution.latency_ms,
         "quoted_sources": [
             {
-                "quoted_as": s.quoted_as, "document": s.document_name, "file_id": str(s.file_id),
-                "revision": s.file_revision, "file_sha256": s.file_sha256,
-                "page_start": s.page_start, "page_end": s.page_end,
-                "line_number_start": s.line_number_start, "line_number_end": s.line_number_end,
-                "section": s.section, "chunk_id": str(s.chunk_id), "chunk_hash": s.chunk_hash,
-                "score": s.score, "retriever_type": s.retriever_type, "text": s.chunk_text,
+                "quoted_as": s.quoted_as,
+                "document": s.document_name,
+                "file_id": str(s.file_id),
+                "revision": s.file_revision,
+                "file_sha256": s.file_sha256,
+                "page_start": s.page_start,
+                "page_end": s.page_end,
+                "line_number_start": s.line_number_start,
+                "line_number_end": s.line_number_end,
+                "section": s.section,
+                "chunk_id": str(s.chunk_id),
+                "chunk_hash": s.chunk_hash,
+                "score": s.score,
+                "retriever_type": s.retriever_type,
+                "text": s.chunk_text,
             }
             for s in execution.quoted_sources.all()
         ],
         "claims": [
             {
-                "quoted_as": c.quoted_source.quoted_as, "reply_sentence": c.reply_sentence,
-                "reply_start": c.reply_start, "reply_end": c.reply_end,
-                "source_sentence": c.source_sentence, "source_start": c.source_start,
+                "quoted_as": c.quoted_source.quoted_as,
+                "reply_sentence": c.reply_sentence,
+                "reply_start": c.reply_start,
+                "reply_end": c.reply_end,
+                "source_sentence": c.source_sentence,
+                "source_start": c.source_start,
                 "source_end": c.source_end,
             }
             for c in execution.claim_citations.all()

@@ -12,6 +12,7 @@ urlpatterns = [
     path("v1/flow/", include("documents.api.urls")),
     path("semantics/", include("citations.api.urls")),
     path("v1/citations/validate", CitationValidateView.as_view(), name="citations-validate"),
+    path("v1/", include("citations.threads.urls")),
     path(
         "api/schema/",
         SpectacularAPIView.as_view(permission_classes=[AllowAny]),
@@ -22,4 +23,7 @@ urlpatterns = [
         SpectacularSwaggerView.as_view(url_name="openapi-schema", permission_classes=[AllowAny]),
         name="api-docs",
     ),
+    path("accounts/", include("documents.web.auth_urls")),
+    path("library/", include("documents.web.urls")),
+    path("", include("citations.web.urls")),
 ]

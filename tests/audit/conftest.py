@@ -43,9 +43,12 @@ def trail(django_db_setup, django_db_blocker, celery_worker) -> Iterator[Trail]:
         for record in (handbook, other):
             assert wait_for_status(record.pk).status == "ready"
         yield Trail(
-            acme=acme, globex=globex, handbook=handbook,
+            acme=acme,
+            globex=globex,
+            handbook=handbook,
             acme_app=app_create(organization=acme, name="Acme HR", data_source_names=["Policies"]),
-            globex_app=app_create(organization=globex, name="Globex HR",
-                                  data_source_names=["Policies"]),
+            globex_app=app_create(
+                organization=globex, name="Globex HR", data_source_names=["Policies"]
+            ),
         )
         call_command("flush", interactive=False, verbosity=0)

@@ -15,8 +15,15 @@ from documents.ingestion import file_delete
 
 pytestmark = pytest.mark.django_db
 
-TABLES = ["citations_queryexecution", "citations_retrievalhit", "citations_quotedsource",
-          "citations_claimcitation", "rag_traces", "audit_evidenceentry", "audit_documentevent"]
+TABLES = [
+    "citations_queryexecution",
+    "citations_retrievalhit",
+    "citations_quotedsource",
+    "citations_claimcitation",
+    "rag_traces",
+    "audit_evidenceentry",
+    "audit_documentevent",
+]
 
 
 @pytest.fixture
@@ -28,8 +35,11 @@ def answer(trail):  # noqa: ANN001, ANN201
 def test_sql_update_and_delete_are_refused_by_the_database(answer, table):
     pk = "seq" if table == "audit_evidenceentry" else "id"
     for statement in (f"UPDATE {table} SET {pk} = {pk}", f"DELETE FROM {table}"):
-        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), \
-                connection.cursor() as cursor:
+        with (
+            pytest.raises(DatabaseError, match="append-only"),
+            transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
             cursor.execute(statement)
 
 
@@ -69,14 +79,18 @@ def test_deleting_a_document_hides_it_but_keeps_bytes_chunks_and_answers(trail):
         assert cited.chunk.chunk_text == cited.chunk_text
         event = trail.handbook.events.get(kind="deletion")
         assert (event.reason, event.origin, event.actor) == (
-            "superseded by the 2027 handbook", "10.0.0.7", "system")
+            "superseded by the 2027 handbook",
+            "10.0.0.7",
+            "system",
+        )
         assert ledger_verify().ok
     finally:  # the package's other tests need the handbook retrievable
         from documents.models import Chunk, File
 
         File.objects.filter(pk=trail.handbook.pk).update(deleted_at=None, deletion_reason="")
         Chunk.objects.filter(file=trail.handbook, markdown__is_active=True).update(
-            is_retrievable=True)
+            is_retrievable=True
+        )
 
 
 def test_deleting_an_organization_with_evidence_is_refused(trail, answer):

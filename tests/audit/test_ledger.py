@@ -47,7 +47,9 @@ def test_an_edit_made_with_raw_sql_is_caught_and_named(answer):
     source = QuotedSource.objects.filter(query=answer).first()
     _as_superuser_without_triggers(
         "UPDATE citations_quotedsource SET chunk_text = 'Invoices are kept for one year.' "
-        "WHERE id = %s", [source.pk])
+        "WHERE id = %s",
+        [source.pk],
+    )
     verdict = ledger_verify()
     assert not verdict.ok
     assert f"citations_quotedsource {source.pk}" in verdict.problem
@@ -58,8 +60,7 @@ def test_an_edit_made_with_raw_sql_is_caught_and_named(answer):
 
 def test_a_deleted_record_is_caught_and_named(answer):
     claim = ClaimCitation.objects.filter(query=answer).first()
-    _as_superuser_without_triggers("DELETE FROM citations_claimcitation WHERE id = %s",
-                                   [claim.pk])
+    _as_superuser_without_triggers("DELETE FROM citations_claimcitation WHERE id = %s", [claim.pk])
     verdict = ledger_verify()
     assert not verdict.ok and f"citations_claimcitation {claim.pk}" in verdict.problem
     assert "removed" in verdict.problem
@@ -68,10 +69,13 @@ def test_a_deleted_record_is_caught_and_named(answer):
 def test_reordered_entries_are_caught(answer):
     first, second = EvidenceEntry.objects.order_by("-seq")[1:3]
     _as_superuser_without_triggers(
-        "UPDATE audit_evidenceentry SET seq = -seq WHERE seq IN (%s, %s)", [first.seq, second.seq])
+        "UPDATE audit_evidenceentry SET seq = -seq WHERE seq IN (%s, %s)", [first.seq, second.seq]
+    )
     _as_superuser_without_triggers(
         "UPDATE audit_evidenceentry SET seq = CASE seq WHEN %s THEN %s ELSE %s END "
-        "WHERE seq IN (%s, %s)", [-first.seq, second.seq, first.seq, -first.seq, -second.seq])
+        "WHERE seq IN (%s, %s)",
+        [-first.seq, second.seq, first.seq, -first.seq, -second.seq],
+    )
     verdict = ledger_verify()
     assert not verdict.ok and "reordered or removed" in verdict.problem
 
@@ -83,7 +87,8 @@ def test_a_record_written_around_the_chain_is_caught(answer):
         "INSERT INTO citations_retrievalhit (query_id, chunk_id, file_id, file_revision, "
         "chunk_hash, section, retriever_type, score_raw, score_norm, k_pos, payload) "
         "VALUES (%s, %s, %s, 1, 'x', '', 'SEMANTIC_SEARCH', 1, 1, 999, %s)",
-        [answer.pk, hit.chunk_id, hit.file_id, json.dumps(payload)])
+        [answer.pk, hit.chunk_id, hit.file_id, json.dumps(payload)],
+    )
     verdict = ledger_verify()
     assert not verdict.ok and "not in the chain" in verdict.problem
 
@@ -99,9 +104,11 @@ def test_an_exported_head_proves_the_trail_only_grew(answer, tmp_path):
     # but the exported head is gone from it
     tail = list(EvidenceEntry.objects.filter(seq__gte=exported["seq"]))
     for entry in tail:
-        _as_superuser_without_triggers(f'DELETE FROM "{entry.record_table}" WHERE id::text = %s',
-                                       [entry.record_id])
-    _as_superuser_without_triggers("DELETE FROM audit_evidenceentry WHERE seq >= %s",
-                                   [exported["seq"]])
+        _as_superuser_without_triggers(
+            f'DELETE FROM "{entry.record_table}" WHERE id::text = %s', [entry.record_id]
+        )
+    _as_superuser_without_triggers(
+        "DELETE FROM audit_evidenceentry WHERE seq >= %s", [exported["seq"]]
+    )
     with pytest.raises(CommandError, match="no longer in the chain"):
         call_command("verify_audit_trail", "--since-head", str(head), stdout=StringIO())

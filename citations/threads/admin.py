@@ -1,0 +1,53 @@
+"""Read-only, tenant-scoped admin of conversations: officers see every turn, the run
+that wrote an answer and the query execution holding its evidence."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from citations.models import Message, Run, Thread
+from documents.admin_scoping import EvidenceAdmin, ReadOnlyInline
+
+
+class MessageInline(ReadOnlyInline):
+    model = Message
+    fields = ["created_at", "role", "content", "run", "query"]
+    readonly_fields = fields
+    ordering = ["created_at", "id"]
+
+
+class RunInline(ReadOnlyInline):
+    model = Run
+    fk_name = "thread"
+    fields = ["created_at", "status", "app", "query", "error_message"]
+    readonly_fields = fields
+
+
+@admin.register(Thread)
+class ThreadAdmin(EvidenceAdmin):
+    list_display = ["id", "organization", "caller", "created_at"]
+    list_filter = ["organization"]
+    list_select_related = ["organization"]
+    search_fields = ["=id"]
+    date_hierarchy = "created_at"
+    inlines = [MessageInline, RunInline]
+
+
+@admin.register(Run)
+class RunAdmin(EvidenceAdmin):
+    organization_path = "thread__organization"
+    list_display = ["id", "thread", "app", "status", "query", "created_at", "completed_at"]
+    list_filter = ["status", "app"]
+    list_select_related = ["thread", "app", "query"]
+    search_fields = ["=id", "=thread__id", "=query__id"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(Message)
+class MessageAdmin(EvidenceAdmin):
+    organization_path = "thread__organization"
+    list_display = ["created_at", "thread", "role", "content", "run", "query"]
+    list_filter = ["role"]
+    list_select_related = ["thread", "run", "query"]
+    search_fields = ["content", "=thread__id", "=query__id"]
+    date_hierarchy = "created_at"

@@ -1,0 +1,142 @@
+"""Reads of threads, messages and runs, always scoped to the caller's organization,
+plus the conversation context a follow-up question is searched with."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from django.db.models import Model, Q, QuerySet
+
+from citations.llm_apps import app_find, app_visible_to
+from citations.models import App, Message, MessageRole, Run, Thread
+from citations.threads.errors import ThreadRejected
+from documents.models import Organization
+
+CONTEXT_QUESTIONS = 2
+CONTEXT_MAX_CHARS = 400  # the embedder reads ~256 tokens: leave room for the question itself
+
+M = TypeVar("M", bound=Model)
+
+
+def _not_found(kind: str, raw_id: object) -> ThreadRejected:
+    return ThreadRejected(
+        f"No {kind} found with id '{raw_id}'.",
+        code="not_found",
+        status=404,
+        param=f"{kind}_id",
+    )
+
+
+def _uuid(raw: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(raw))
+    except ValueError:
+        return None
+
+
+def thread_get(*, organization: Organization, thread_id: str) -> Thread:
+    """The thread if it belongs to ``organization``; another tenant's thread is not found."""
+    key = _uuid(thread_id)
+    thread = Thread.objects.filter(organization=organization, pk=key).first() if key else None
+    if thread is None:
+        raise _not_found("thread", thread_id)
+    return thread
+
+
+def message_get(*, thread: Thread, message_id: str) -> Message:
+    key = _uuid(message_id)
+    message = messages_of(thread=thread).filter(pk=key).first() if key else None
+    if message is None:
+        raise _not_found("message", message_id)
+    return message
+
+
+def run_get(*, thread: Thread, run_id: str) -> Run:
+    key = _uuid(run_id)
+    run = runs_of(thread=thread).filter(pk=key).first() if key else None
+    if run is None:
+        raise _not_found("run", run_id)
+    return run
+
+
+def assistant_get(*, organization: Organization, assistant_id: object) -> App:
+    """The app named by ``assistant_id``, if the caller may use it."""
+    app = app_find(app_id=str(assistant_id))
+    if app is None or not app_visible_to(app=app, organization=organization):
+        raise _not_found("assistant", assistant_id)
+    return app
+
+
+def messages_of(*, thread: Thread) -> QuerySet[Message]:
+    return Message.objects.filter(thread=thread).select_related("run")
+
+
+def runs_of(*, thread: Thread) -> QuerySet[Run]:
+    return Run.objects.filter(thread=thread).select_related("app")
+
+
+def latest_user_message(*, thread: Thread) -> Message | None:
+    return (
+        Message.objects.filter(thread=thread, role=MessageRole.USER)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def retrieval_context(*, question: Message) -> str:
+    """What a follow-up is searched with besides its own words: the previous user
+    questions and the sections the latest answer cited ("its" → that policy)."""
+    earlier = list(
+        Message.objects.filter(thread_id=question.thread_id, created_at__lt=question.created_at)
+        .order_by("-created_at", "-id")
+        .only("role", "content", "sources")[:20]
+    )
+    questions = [m.content for m in earlier if m.role == MessageRole.USER][:CONTEXT_QUESTIONS]
+    answer = next((m for m in earlier if m.role == MessageRole.ASSISTANT), None)
+    sections = []
+    for source in answer.sources if answer else []:
+        if source.get("quoted_as") and source["section"] not in sections:
+            sections.append(source["section"])
+    parts = [q[: CONTEXT_MAX_CHARS // 2] for q in reversed(questions)] + sections
+    return "\n".join(parts)[-CONTEXT_MAX_CHARS:]
+
+
+@dataclass(frozen=True)
+class Page(Generic[M]):
+    items: list[M]
+    has_more: bool
+
+
+def page_of(
+    queryset: QuerySet[M], *, limit: int, order: str, after: str | None, before: str | None
+) -> Page[M]:
+    """OpenAI cursor pagination over ``(created_at, id)``; cursors are ids of the same list."""
+    ascending = order == "asc"
+    for param, cursor in (("after", after), ("before", before)):
+        if cursor is None:
+            continue
+        key = _uuid(cursor)
+        anchor = queryset.filter(pk=key).values("created_at", "pk").first() if key else None
+        if anchor is None:
+            raise ThreadRejected(
+                f"{param} names no object of this list", code="invalid_cursor", param=param
+            )
+        later = (param == "after") == ascending  # "after" in a newest-first list is older
+        queryset = queryset.filter(_beyond(anchor, later=later))
+    backwards = before is not None and after is None
+    forward = ascending != backwards
+    fields = ("created_at", "id") if forward else ("-created_at", "-id")
+    rows = list(queryset.order_by(*fields)[: limit + 1])
+    items = rows[:limit]
+    if backwards:
+        items.reverse()
+    return Page(items=items, has_more=len(rows) > limit)
+
+
+def _beyond(anchor: dict, *, later: bool) -> Q:
+    op = "gt" if later else "lt"
+    return Q(**{f"created_at__{op}": anchor["created_at"]}) | Q(
+        created_at=anchor["created_at"], **{f"id__{op}": anchor["pk"]}
+    )

@@ -1,0 +1,156 @@
+"""The OpenAI Assistants wire format of threads, messages and runs, and the
+list parameters (``limit``, ``order``, ``after``, ``before``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.http import QueryDict
+
+from citations.models import Message, MessageRole, Run, RunStatus, Thread
+from citations.threads.errors import ThreadRejected
+
+SOURCE_TRACING_OBJECT = "source_tracing"
+
+
+def _unix(moment: datetime | None) -> int | None:
+    return int(moment.timestamp()) if moment is not None else None
+
+
+def thread_output(thread: Thread) -> dict[str, Any]:
+    return {
+        "id": str(thread.pk),
+        "object": "thread",
+        "created_at": _unix(thread.created_at),
+        "metadata": thread.metadata,
+        "tool_resources": {},
+    }
+
+
+def _text(value: str, annotations: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "text", "text": {"value": value, "annotations": annotations}}
+
+
+def source_tracing_block(message: Message) -> dict[str, Any]:
+    """The retrieved chunks' source-tracing fields, as a second text block holding JSON,
+    so the answer block stays exactly what the annotations index into."""
+    body = {
+        "object": SOURCE_TRACING_OBJECT,
+        "query_id": str(message.query_id),
+        "chunks": message.sources,
+    }
+    return _text(json.dumps(body, ensure_ascii=False), [])
+
+
+def message_output(message: Message) -> dict[str, Any]:
+    content = [_text(message.content, message.annotations)]
+    if message.query_id is not None:
+        content.append(source_tracing_block(message))
+    is_answer = message.role == MessageRole.ASSISTANT and message.run_id is not None
+    return {
+        "id": str(message.pk),
+        "object": "thread.message",
+        "created_at": _unix(message.created_at),
+        "thread_id": str(message.thread_id),
+        "status": "completed",
+        "completed_at": _unix(message.created_at),
+        "incomplete_at": None,
+        "incomplete_details": None,
+        "role": message.role,
+        "content": content,
+        "assistant_id": str(message.app_id) if is_answer else None,
+        "run_id": str(message.run_id) if message.run_id else None,
+        "attachments": [],
+        "metadata": message.metadata,
+    }
+
+
+def _last_error(run: Run) -> dict[str, str] | None:
+    if run.status != RunStatus.FAILED:
+        return None
+    return {"code": run.error_code or "server_error", "message": run.error_message}
+
+
+def run_output(run: Run) -> dict[str, Any]:
+    finished = run.status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+    return {
+        "id": str(run.pk),
+        "object": "thread.run",
+        "created_at": _unix(run.created_at),
+        "thread_id": str(run.thread_id),
+        "assistant_id": str(run.app_id),
+        "status": run.status,
+        "required_action": None,
+        "last_error": _last_error(run),
+        "expires_at": None,
+        "started_at": _unix(run.started_at),
+        "cancelled_at": _unix(run.cancelled_at),
+        "failed_at": _unix(run.failed_at),
+        "completed_at": _unix(run.completed_at),
+        "incomplete_details": None,
+        "model": run.app.generator,
+        "instructions": run.instructions,
+        "tools": [{"type": "file_search"}],
+        "metadata": run.metadata,
+        # the extractive generator spends no model tokens
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        if finished
+        else None,
+        "temperature": None,
+        "top_p": None,
+        "max_prompt_tokens": None,
+        "max_completion_tokens": None,
+        "truncation_strategy": {"type": "auto", "last_messages": None},
+        "response_format": "auto",
+        "tool_choice": "auto",
+        "parallel_tool_calls": False,
+        "query_id": str(run.query_id) if run.query_id else None,
+    }
+
+
+def list_output(items: Sequence[Any], has_more: bool, shape: Callable[[Any], dict]) -> dict:
+    data = [shape(item) for item in items]
+    return {
+        "object": "list",
+        "data": data,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+        "has_more": has_more,
+    }
+
+
+@dataclass(frozen=True)
+class ListParams:
+    limit: int
+    order: str
+    after: str | None
+    before: str | None
+
+    def as_kwargs(self) -> dict[str, Any]:
+        return {
+            "limit": self.limit,
+            "order": self.order,
+            "after": self.after,
+            "before": self.before,
+        }
+
+
+def list_params(query: QueryDict) -> ListParams:
+    """``limit`` 1..100 (default 20), ``order`` asc|desc (default desc), ``after``, ``before``."""
+    raw_limit = query.get("limit", "20")
+    try:
+        limit = int(raw_limit)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= 100:
+        raise ThreadRejected(
+            "limit must be an integer from 1 to 100", code="invalid_limit", param="limit"
+        )
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise ThreadRejected("order must be 'asc' or 'desc'", code="invalid_order", param="order")
+    return ListParams(limit, order, query.get("after") or None, query.get("before") or None)

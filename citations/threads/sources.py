@@ -1,0 +1,66 @@
+"""The evidence an assistant message carries, derived once from its query execution:
+``file_citation`` annotations for the answer's ``[n]`` markers, and the
+source-tracing fields (chunk_id, page, lines, section, database_id) of every
+retrieved chunk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+
+from citations.models import QueryExecution
+
+
+def annotations_of(*, execution: QueryExecution) -> list[dict[str, Any]]:
+    """One annotation per ``[n]`` marker; the marker follows its claim after one space."""
+    annotations = []
+    claims = execution.claim_citations.select_related("quoted_source").order_by("segment")
+    for claim in claims:
+        source = claim.quoted_source
+        marker = f"[{source.quoted_as}]"
+        start = claim.reply_end + 1
+        if execution.answer[start : start + len(marker)] != marker:
+            continue  # never annotate text that is not the marker itself
+        annotations.append(
+            {
+                "type": "file_citation",
+                "text": marker,
+                "start_index": start,
+                "end_index": start + len(marker),
+                "file_citation": {
+                    "file_id": str(source.file_id),
+                    "chunk_id": str(source.chunk_id),
+                    "quote": claim.source_sentence,
+                },
+            }
+        )
+    return annotations
+
+
+def sources_of(*, execution: QueryExecution) -> list[dict[str, Any]]:
+    """Every retrieved chunk in rank order, with the number it is cited as, if any."""
+    quoted = {s.hit_id: s.quoted_as for s in execution.quoted_sources.all()}
+    hits = (
+        execution.hits.select_related("chunk")
+        .defer("chunk__embedding", "chunk__chunk_text")
+        .order_by("k_pos")
+    )
+    return [
+        {
+            "chunk_id": str(hit.chunk_id),
+            "database_id": str(hit.chunk.vector_database_id),
+            "file_id": str(hit.file_id),
+            "file_revision": hit.file_revision,
+            "page": hit.chunk.page_start,
+            "page_end": hit.chunk.page_end,
+            "lines": {"start": hit.chunk.line_number_start, "end": hit.chunk.line_number_end},
+            "section": hit.section,
+            "hierarchy": list(hit.chunk.hierarchy),
+            "quoted_as": quoted.get(hit.pk),
+            "score": hit.score_norm,
+            "chunk_url": reverse("chunk-detail", args=[hit.chunk.vector_database_id, hit.chunk_id]),
+            "file_url": reverse("file-content", args=[hit.file_id]),
+        }
+        for hit in hits
+    ]

@@ -1,0 +1,172 @@
+"""``/v1/threads/…``: the OpenAI Assistants endpoints, thin — parse, call one
+service or selector, shape the OpenAI object."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from citations.models import Thread
+from citations.threads import selectors, services
+from citations.threads.errors import ThreadRejected
+from citations.threads.serializers import (
+    list_output,
+    list_params,
+    message_output,
+    run_output,
+    thread_output,
+)
+from documents.api.errors import ApiError
+from documents.models import ApiKey
+from documents.tenancy import organization_of
+
+POLL_AFTER_MS = "250"  # create_and_poll waits this long between polls
+OPENAI_OBJECT = extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+LIST_PARAMETERS = [
+    OpenApiParameter("limit", int, description="1..100, default 20"),
+    OpenApiParameter("order", str, enum=["asc", "desc"], description="by created_at"),
+    OpenApiParameter("after", str, description="an id of this list"),
+    OpenApiParameter("before", str, description="an id of this list"),
+]
+
+
+def _body(request: Request) -> Mapping[str, Any]:
+    if not isinstance(request.data, Mapping):
+        raise ThreadRejected("the body must be a JSON object", code="invalid_body")
+    return request.data
+
+
+def _api_key(request: Request) -> ApiKey | None:
+    return request.auth if isinstance(request.auth, ApiKey) else None
+
+
+class _View(APIView):
+    """Domain refusals become the OpenAI error shape, with their status and param."""
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, ThreadRejected):
+            exc = ApiError(exc.message, code=exc.code, status_code=exc.status, param=exc.param)
+        return super().handle_exception(exc)
+
+    def thread(self, request: Request, thread_id: str) -> Thread:
+        return selectors.thread_get(organization=organization_of(request), thread_id=thread_id)
+
+
+@OPENAI_OBJECT
+class ThreadsView(_View):
+    """Create a thread, optionally with its first messages."""
+
+    def post(self, request: Request) -> Response:
+        body, key = _body(request), _api_key(request)
+        thread = services.thread_create(
+            organization=organization_of(request),
+            metadata=body.get("metadata"),
+            messages=body.get("messages"),
+            caller=f"api-key:{key.prefix}" if key else f"user:{request.user.get_username()}",
+        )
+        return Response(thread_output(thread))
+
+
+@OPENAI_OBJECT
+class ThreadDetailView(_View):
+    def get(self, request: Request, thread_id: str) -> Response:
+        return Response(thread_output(self.thread(request, thread_id)))
+
+
+@OPENAI_OBJECT
+class MessagesView(_View):
+    """The thread's messages; an answer carries ``file_citation`` annotations and a
+    second text block with the source-tracing fields of every retrieved chunk."""
+
+    @extend_schema(
+        operation_id="v1_threads_messages_list",
+        parameters=[*LIST_PARAMETERS, OpenApiParameter("run_id", str)],
+    )
+    def get(self, request: Request, thread_id: str) -> Response:
+        params = list_params(request.query_params)
+        thread = self.thread(request, thread_id)
+        messages = selectors.messages_of(thread=thread)
+        if run_id := request.query_params.get("run_id"):
+            messages = messages.filter(run=selectors.run_get(thread=thread, run_id=run_id))
+        page = selectors.page_of(messages, **params.as_kwargs())
+        return Response(list_output(page.items, page.has_more, message_output))
+
+    def post(self, request: Request, thread_id: str) -> Response:
+        body = _body(request)
+        message = services.message_create(
+            thread=self.thread(request, thread_id),
+            role=body.get("role"),
+            content=body.get("content"),
+            metadata=body.get("metadata"),
+        )
+        return Response(message_output(message))
+
+
+@OPENAI_OBJECT
+class MessageDetailView(_View):
+    def get(self, request: Request, thread_id: str, message_id: str) -> Response:
+        thread = self.thread(request, thread_id)
+        return Response(message_output(selectors.message_get(thread=thread, message_id=message_id)))
+
+
+@OPENAI_OBJECT
+class RunsView(_View):
+    """Start a run (a Celery worker executes it) or list the thread's runs."""
+
+    @extend_schema(operation_id="v1_threads_runs_list", parameters=LIST_PARAMETERS)
+    def get(self, request: Request, thread_id: str) -> Response:
+        params = list_params(request.query_params)
+        runs = selectors.runs_of(thread=self.thread(request, thread_id))
+        page = selectors.page_of(runs, **params.as_kwargs())
+        return Response(list_output(page.items, page.has_more, run_output))
+
+    def post(self, request: Request, thread_id: str) -> Response:
+        body = _body(request)
+        thread = self.thread(request, thread_id)
+        if body.get("stream"):
+            raise ThreadRejected(
+                "streaming runs are not supported; poll the run instead",
+                code="unsupported",
+                param="stream",
+            )
+        if not body.get("assistant_id"):
+            raise ThreadRejected(
+                "assistant_id is required", code="missing_required_parameter", param="assistant_id"
+            )
+        run = services.run_create(
+            thread=thread,
+            app=selectors.assistant_get(
+                organization=organization_of(request), assistant_id=body["assistant_id"]
+            ),
+            user=request.user,
+            api_key=_api_key(request),
+            instructions=body.get("instructions"),
+            additional_instructions=body.get("additional_instructions"),
+            additional_messages=body.get("additional_messages"),
+            metadata=body.get("metadata"),
+        )
+        return Response(run_output(run), headers={"openai-poll-after-ms": POLL_AFTER_MS})
+
+
+@OPENAI_OBJECT
+class RunDetailView(_View):
+    """A run's status; ``create_and_poll`` polls this until the run is terminal."""
+
+    def get(self, request: Request, thread_id: str, run_id: str) -> Response:
+        run = selectors.run_get(thread=self.thread(request, thread_id), run_id=run_id)
+        return Response(run_output(run), headers={"openai-poll-after-ms": POLL_AFTER_MS})
+
+
+@OPENAI_OBJECT
+class RunCancelView(_View):
+    """Cancel a queued or running run; a finished run cannot be cancelled."""
+
+    def post(self, request: Request, thread_id: str, run_id: str) -> Response:
+        run = selectors.run_get(thread=self.thread(request, thread_id), run_id=run_id)
+        return Response(run_output(services.run_cancel(run=run)))

@@ -1,0 +1,1 @@
+"""End users' web pages for answers: ask, answer with [n] links, source viewer, history."""

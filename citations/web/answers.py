@@ -1,0 +1,111 @@
+"""The answer page's content: the answer with linked ``[n]`` markers, one card
+per quoted source (as recorded at answer time) and the uncited hits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.urls import reverse
+from django.utils.safestring import SafeString
+
+from citations.models import QueryExecution, QueryStatus, QuotedSource, RetrievalHit
+from citations.web.rendering import Marker, answer_html, marked
+from citations.web.selectors import (
+    DocumentState,
+    document_states,
+    quoted_sources_for_page,
+    uncited_hits_of,
+)
+from citations.web.viewer import anchor_of, unit_of
+
+
+@dataclass(frozen=True)
+class SourceCard:
+    source: QuotedSource
+    passage: SafeString
+    viewer_url: str
+    download_url: str
+    unit: str
+    state: DocumentState
+
+
+@dataclass(frozen=True)
+class HitCard:
+    hit: RetrievalHit
+    passage: SafeString
+    viewer_url: str
+    download_url: str
+    unit: str
+
+
+@dataclass(frozen=True)
+class AnswerPage:
+    execution: QueryExecution
+    answer: SafeString
+    sources: list[SourceCard]
+    uncited: list[HitCard]
+
+    @property
+    def not_found(self) -> bool:
+        return self.execution.status == QueryStatus.COMPLETED and not self.sources
+
+    @property
+    def failed(self) -> bool:
+        return self.execution.status == QueryStatus.FAILED
+
+    @property
+    def changed(self) -> bool:
+        return any(card.state.changed for card in self.sources)
+
+
+def source_url(source: QuotedSource) -> str:
+    """The viewer of ``[n]``, scrolled to the cited page or line."""
+    base = reverse("web-source", args=[source.query_id, source.quoted_as])
+    anchor = anchor_of(kind=source.file.kind, page=source.page_start, line=source.line_number_start)
+    return f"{base}#{anchor}"
+
+
+def answer_page(*, execution: QueryExecution) -> AnswerPage:
+    sources = quoted_sources_for_page(execution=execution)
+    states = document_states(s.file for s in sources)
+    cards = [
+        SourceCard(
+            source=s,
+            passage=marked(s.chunk_text, [(c.source_start, c.source_end) for c in s.claims.all()]),
+            viewer_url=source_url(s),
+            download_url=reverse("file-content", args=[s.file_id]),
+            unit=unit_of(s.file.kind),
+            state=states[s.file_id],
+        )
+        for s in sources
+    ]
+    markers = [
+        Marker(
+            at=claim.reply_end,
+            quoted_as=card.source.quoted_as,
+            href=card.viewer_url,
+            label=f"Source {card.source.quoted_as}: {card.source.document_name}",
+        )
+        for card in cards
+        for claim in card.source.claims.all()
+    ]
+    return AnswerPage(
+        execution=execution,
+        answer=answer_html(execution.answer, markers),
+        sources=cards,
+        uncited=[_hit_card(execution, hit) for hit in uncited_hits_of(execution=execution)],
+    )
+
+
+def _hit_card(execution: QueryExecution, hit: RetrievalHit) -> HitCard:
+    base = reverse("web-hit", args=[execution.pk, hit.k_pos])
+    anchor = anchor_of(
+        kind=hit.file.kind, page=hit.chunk.page_start, line=hit.chunk.line_number_start
+    )
+    return HitCard(
+        hit=hit,
+        passage=marked(hit.chunk.chunk_text, []),
+        viewer_url=f"{base}#{anchor}",
+        download_url=reverse("file-content", args=[hit.file_id]),
+        unit=unit_of(hit.file.kind),
+    )

@@ -1,0 +1,90 @@
+"""PDF pages as images, and stored boxes as positions on those images.
+
+Boxes are stored in PDF points in the unrotated page space (PyMuPDF's
+``get_text('dict')``), while a page renders as displayed: boxes are turned by
+``page.rotation_matrix`` and expressed as percentages of ``page.rect``, so the
+highlights stay on their words at any image size and without JavaScript.
+
+Only files that reached ``ready`` are rendered: their bytes already went
+through the sandboxed converter once, so the parser is known to handle them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pymupdf
+from django.http import Http404
+
+from documents.models import File, FileStatus
+from documents.storage import original_open
+
+RENDER_DPI = 120
+MAX_SIDE_PX = 2000  # a poster-sized page is scaled down instead of rendered huge
+
+
+@dataclass(frozen=True)
+class Box:
+    """A highlight in percent of the page image: left, top, width, height."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
+class PageGeometry:
+    number: int
+    width: float
+    height: float
+    matrix: pymupdf.Matrix
+
+    def box(self, raw: Sequence[float]) -> Box:
+        rect = pymupdf.Rect(raw) * self.matrix
+        return Box(
+            left=round(100 * rect.x0 / self.width, 3),
+            top=round(100 * rect.y0 / self.height, 3),
+            width=round(100 * rect.width / self.width, 3),
+            height=round(100 * rect.height / self.height, 3),
+        )
+
+
+def _renderable(file: File) -> bool:
+    return file.kind == "pdf" and file.status == FileStatus.READY
+
+
+def _document(file: File) -> pymupdf.Document:
+    with original_open(file.storage_key) as handle:
+        return pymupdf.open(stream=handle.read(), filetype="pdf")
+
+
+def page_geometries(file: File, numbers: Iterable[int]) -> dict[int, PageGeometry]:
+    """Size and rotation of each named page (1-indexed) that exists."""
+    if not _renderable(file):
+        return {}
+    with _document(file) as document:
+        return {
+            n: PageGeometry(
+                number=n,
+                width=document[n - 1].rect.width,
+                height=document[n - 1].rect.height,
+                matrix=document[n - 1].rotation_matrix,
+            )
+            for n in sorted(set(numbers))
+            if 1 <= n <= document.page_count
+        }
+
+
+def page_png(file: File, number: int) -> bytes:
+    """Page ``number`` (1-indexed) rendered as displayed; 404 if there is none."""
+    if not _renderable(file):
+        raise Http404("no page images for this file")
+    with _document(file) as document:
+        if not 1 <= number <= document.page_count:
+            raise Http404("no such page")
+        page = document[number - 1]
+        longest = max(page.rect.width, page.rect.height) or 1
+        zoom = min(RENDER_DPI / 72, MAX_SIDE_PX / longest)
+        return page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False).tobytes("png")

@@ -1,0 +1,169 @@
+"""The officers' admin: the whole chain on one page, search and filters without
+N+1 queries, exports, the printable report, roles and tenant scoping."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from audit.models import DocumentEvent
+from audit.roles import OFFICER_GROUP
+from citations.models import QueryExecution
+from citations.services import query_execute
+from documents.models import OrganizationMember
+
+pytestmark = pytest.mark.django_db
+
+QUESTION = "How long are invoices kept?"
+
+
+def _officer(org, name: str = "olivia"):  # noqa: ANN001, ANN202
+    user = get_user_model().objects.create_user(name, password="officer-pass-123", is_staff=True)
+    user.groups.add(Group.objects.get(name=OFFICER_GROUP))
+    OrganizationMember.objects.create(organization=org, user=user)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def answers(trail):  # noqa: ANN001, ANN201
+    acme = query_execute(app=trail.acme_app, question=QUESTION)
+    globex = query_execute(app=trail.globex_app, question=QUESTION)
+    return acme, globex
+
+
+def test_the_answer_page_shows_the_whole_chain(trail, answers):
+    acme, _ = answers
+    page = _officer(trail.acme).get(f"/admin/citations/queryexecution/{acme.pk}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    source = acme.quoted_sources.get(quoted_as="1")
+    for expected in (
+        '<a href="#source-1">[1]</a>',
+        "handbook.md — revision 1",
+        "lines ",
+        f"section: {source.section}",
+        "Invoices are kept for seven years",
+        acme.index_hash,
+        "sentence-transformers/all-MiniLM-L6-v2:mean",
+        "english",
+        "Every retrieval hit",
+        "k_pos",
+        "score_norm",
+        "at answer time: <b>ok</b>",
+        "intact",
+        acme.caller,
+        f"/admin/documents/chunk/{source.chunk_id}/change/",
+        f"/admin/documents/file/{source.file_id}/download/",
+    ):
+        assert expected in html, expected
+    claim = acme.claim_citations.first()
+    assert claim.reply_sentence in html and claim.source_sentence in html
+
+
+def test_search_and_filters_find_the_answer_without_n_plus_one(
+    trail, answers, django_assert_max_num_queries
+):
+    client = _officer(trail.acme)
+    for _ in range(5):
+        query_execute(app=trail.acme_app, question="How many days of paid leave per year?")
+    for params in (
+        {"q": "invoices kept"},
+        {"q": "handbook.md"},
+        {"q": "seven years"},
+        {"validator_status__exact": "ok"},
+        {"hits__retriever_type": "HYBRID_SEARCH"},
+        {"document": "handbook.md"},
+    ):
+        response = client.get("/admin/citations/queryexecution/", params)
+        assert response.status_code == 200
+        assert QUESTION in response.content.decode(), params
+    with django_assert_max_num_queries(25):
+        client.get("/admin/citations/queryexecution/")
+    for _ in range(10):
+        query_execute(app=trail.acme_app, question="Are trains preferred over flights?")
+    with django_assert_max_num_queries(25):  # the same count with twice the rows
+        client.get("/admin/citations/queryexecution/")
+
+
+def test_staff_never_see_another_organizations_records(trail, answers):
+    acme, globex = answers
+    client = _officer(trail.acme)
+    listing = client.get("/admin/citations/queryexecution/").content.decode()
+    assert str(acme.pk) in listing and str(globex.pk) not in listing
+    assert client.get(f"/admin/citations/queryexecution/{globex.pk}/change/").status_code == 404
+    assert client.get(f"/admin/citations/queryexecution/{globex.pk}/report/").status_code == 404
+    globex_file = globex.quoted_sources.first().file_id
+    assert client.get(f"/admin/documents/file/{globex_file}/download/").status_code == 404
+    files = client.get("/admin/documents/file/").content.decode()
+    assert "handbook.md" in files and "globex.md" not in files
+
+
+def test_officers_cannot_edit_or_delete_evidence(trail, answers):
+    acme, _ = answers
+    client = _officer(trail.acme)
+    base = f"/admin/citations/queryexecution/{acme.pk}"
+    assert client.post(f"{base}/delete/", {"post": "yes"}).status_code == 403
+    assert client.post(f"{base}/change/", {"answer": "rewritten"}).status_code == 403
+    assert client.get("/admin/citations/queryexecution/add/").status_code == 403
+    bulk = client.post(
+        "/admin/citations/queryexecution/",
+        {"action": "delete_selected", "_selected_action": [acme.pk], "post": "yes"},
+    )
+    assert bulk.status_code in {200, 302}
+    acme.refresh_from_db()
+    assert QueryExecution.objects.filter(pk=acme.pk).exists()
+    assert "seven years" in acme.answer
+
+
+def test_exports_and_report(trail, answers):
+    acme, _ = answers
+    client = _officer(trail.acme)
+    for action, parse in (
+        ("export_csv", lambda b: list(csv.DictReader(io.StringIO(b)))),
+        ("export_json", json.loads),
+    ):
+        response = client.post(
+            "/admin/citations/queryexecution/", {"action": action, "_selected_action": [acme.pk]}
+        )
+        assert response.status_code == 200 and response.streaming
+        rows = parse(b"".join(response.streaming_content).decode())
+        assert len(rows) >= 1
+        first = rows[0]
+        assert str(first["query_id"]) == str(acme.pk)
+    data = json.loads(
+        b"".join(
+            client.post(
+                "/admin/citations/queryexecution/",
+                {"action": "export_json", "_selected_action": [acme.pk]},
+            ).streaming_content
+        )
+    )
+    source = data[0]["quoted_sources"][0]
+    assert source["document"] == "handbook.md" and source["file_sha256"] == trail.handbook.sha256
+    assert data[0]["claims"][0]["reply_sentence"] in data[0]["answer"]
+    report = client.get(f"/admin/citations/queryexecution/{acme.pk}/report/")
+    html = report.content.decode()
+    assert report.status_code == 200 and "Provenance report" in html and "@media print" in html
+    assert "Invoices are kept for seven years" in html
+
+
+def test_an_officer_download_is_byte_identical_and_recorded(trail):
+    client = _officer(trail.acme)
+    response = client.get(
+        f"/admin/documents/file/{trail.handbook.pk}/download/", REMOTE_ADDR="192.0.2.10"
+    )
+    data = b"".join(response.streaming_content)
+    assert hashlib.sha256(data).hexdigest() == trail.handbook.sha256
+    event = DocumentEvent.objects.filter(file=trail.handbook, kind="download").latest("created_at")
+    assert event.actor == "user:olivia" and event.origin == "192.0.2.10"
+    upload = DocumentEvent.objects.get(file=trail.handbook, kind="upload")
+    assert upload.actor == "system"

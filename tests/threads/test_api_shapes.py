@@ -1,0 +1,175 @@
+"""The wire format, field by field, over raw HTTP against a live server and a real
+worker, checked against the source-tracing document: run → messages (chunk_id,
+page, lines, section) → chunk (file_id, Markdown locations) → original file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+
+import pytest
+
+from tests.threads.conftest import Http, demo_handbook, tenant_with
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+BETA = {"OpenAI_Beta": "assistants=v2"}
+THREAD_KEYS = {"id", "object", "created_at", "metadata", "tool_resources"}
+MESSAGE_KEYS = {
+    "id", "object", "created_at", "thread_id", "status", "completed_at", "incomplete_at",
+    "incomplete_details", "role", "content", "assistant_id", "run_id", "attachments", "metadata",
+}  # fmt: skip
+RUN_KEYS = {
+    "id", "object", "created_at", "thread_id", "assistant_id", "status", "required_action",
+    "last_error", "expires_at", "started_at", "cancelled_at", "failed_at", "completed_at",
+    "incomplete_details", "model", "instructions", "tools", "metadata", "usage", "temperature",
+    "top_p", "max_prompt_tokens", "max_completion_tokens", "truncation_strategy",
+    "response_format", "tool_choice", "parallel_tool_calls", "query_id",
+}  # fmt: skip
+LIST_KEYS = {"object", "data", "first_id", "last_id", "has_more"}
+CHUNK_FIELDS = {"chunk_id", "page", "lines", "section", "database_id", "file_id", "quoted_as"}
+LOCATION_FIELDS = {
+    "line_number_start", "line_number_end", "char_start", "char_end", "hierarchy", "page_number",
+}  # fmt: skip
+
+
+def _is_unix(value: object) -> bool:
+    return isinstance(value, int) and abs(value - time.time()) < 600
+
+
+def _poll(http: Http, path: str) -> tuple[dict, list[str]]:
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        reply = http.get(path, **BETA)
+        assert reply.status == 200
+        assert int(reply.headers["openai-poll-after-ms"]) > 0
+        run = reply.json()
+        if not seen or seen[-1] != run["status"]:
+            seen.append(run["status"])
+        if run["status"] in {"completed", "failed", "cancelled"}:
+            return run, seen
+        time.sleep(0.1)
+    raise AssertionError(f"run still {seen[-1]}")
+
+
+def test_it_speaks_the_assistants_wire_format_down_to_the_file(
+    celery_worker, live_server, tmp_path
+):
+    original = demo_handbook(tmp_path)
+    tenant = tenant_with("Acme", {"employee-handbook.md": original}, data_source="Handbook")
+    http = Http(live_server.url, tenant.key)
+    question = "How long are invoices and payroll records kept?"
+
+    created = http.post("/v1/threads", {"metadata": {"ticket": "HR-7"}}, **BETA)
+    assert created.status == 200
+    thread = created.json()
+    assert set(thread) == THREAD_KEYS
+    assert thread["object"] == "thread" and _is_unix(thread["created_at"])
+    assert thread["metadata"] == {"ticket": "HR-7"}
+    assert http.get(f"/v1/threads/{thread['id']}", **BETA).json() == thread
+    base = f"/v1/threads/{thread['id']}"
+
+    posted = http.post(f"{base}/messages", {"role": "user", "content": question}, **BETA)
+    assert posted.status == 200
+    user_message = posted.json()
+    assert set(user_message) == MESSAGE_KEYS
+    assert user_message["object"] == "thread.message" and user_message["role"] == "user"
+    assert user_message["content"] == [
+        {"type": "text", "text": {"value": question, "annotations": []}}
+    ]
+    assert (user_message["run_id"], user_message["assistant_id"]) == (None, None)
+    assert user_message["thread_id"] == thread["id"] and user_message["status"] == "completed"
+
+    started = http.post(f"{base}/runs", {"assistant_id": str(tenant.app.pk)}, **BETA)
+    assert started.status == 200
+    queued = started.json()
+    assert set(queued) == RUN_KEYS
+    assert queued["object"] == "thread.run" and queued["status"] == "queued"
+    assert (queued["usage"], queued["last_error"], queued["query_id"]) == (None, None, None)
+    assert queued["tools"] == [{"type": "file_search"}] and queued["model"] == "extractive"
+
+    run, seen = _poll(http, f"{base}/runs/{queued['id']}")
+    assert seen[-1] == "completed", run["last_error"]
+    assert seen == [s for s in ("queued", "in_progress", "completed") if s in seen]
+    assert queued["created_at"] <= run["started_at"] <= run["completed_at"]
+    assert run["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    assert uuid.UUID(run["query_id"])
+
+    runs = http.get(f"{base}/runs", **BETA).json()
+    assert set(runs) == LIST_KEYS and [r["id"] for r in runs["data"]] == [run["id"]]
+
+    # GET /v1/threads/{thread_id}/messages: newest first by default
+    listed = http.get(f"{base}/messages", **BETA).json()
+    assert set(listed) == LIST_KEYS and listed["object"] == "list"
+    answer_message, question_message = listed["data"]
+    assert (listed["first_id"], listed["last_id"], listed["has_more"]) == (
+        answer_message["id"],
+        user_message["id"],
+        False,
+    )
+    assert set(answer_message) == MESSAGE_KEYS
+    assert answer_message["role"] == "assistant" and answer_message["run_id"] == run["id"]
+    assert answer_message["assistant_id"] == str(tenant.app.pk)
+    assert answer_message["metadata"]["query_id"] == run["query_id"]
+    answer_block, tracing_block = answer_message["content"]
+    assert answer_block["type"] == tracing_block["type"] == "text"
+    answer = answer_block["text"]["value"]
+    assert "seven years" in answer
+    annotations = answer_block["text"]["annotations"]
+    assert annotations
+    for annotation in annotations:
+        assert {"type", "text", "start_index", "end_index", "file_citation"} <= set(annotation)
+        assert annotation["type"] == "file_citation"
+        assert answer[annotation["start_index"] : annotation["end_index"]] == annotation["text"]
+        assert annotation["file_citation"]["file_id"] == str(
+            tenant.files["employee-handbook.md"].pk
+        )
+
+    tracing = json.loads(tracing_block["text"]["value"])
+    assert tracing["object"] == "source_tracing" and tracing["query_id"] == run["query_id"]
+    assert answer_message["metadata"]["database_id"] == tracing["chunks"][0]["database_id"]
+    for chunk in tracing["chunks"]:
+        assert set(chunk) >= CHUNK_FIELDS
+        assert chunk["page"] is None  # native Markdown has no pages
+        assert 1 <= chunk["lines"]["start"] <= chunk["lines"]["end"]
+    cited = next(c for c in tracing["chunks"] if c["quoted_as"] == "1")
+    assert cited["section"].startswith("Employee Handbook")
+
+    # GET /v1/flow/vectordb/{database_id}/chunk/{chunk_id}
+    reply = http.get(f"/v1/flow/vectordb/{cited['database_id']}/chunk/{cited['chunk_id']}")
+    assert reply.status == 200
+    provenance = reply.json()
+    assert {"chunk_id", "file_id", "chunk_text", "locations"} <= set(provenance)
+    assert provenance["chunk_id"] == cited["chunk_id"]
+    assert provenance["file_id"] == cited["file_id"]
+    assert "seven years" in provenance["chunk_text"]
+    (location,) = provenance["locations"]
+    assert set(location) >= LOCATION_FIELDS
+    assert " > ".join(location["hierarchy"]) == cited["section"]
+    assert "## Records Retention" in provenance["chunk_text"]
+    assert location["page_number"] is None
+    assert (location["line_number_start"], location["line_number_end"]) == (
+        cited["lines"]["start"],
+        cited["lines"]["end"],
+    )
+
+    # GET /v1/flow/files/{file_id}/content: the uploaded bytes; their lines hold the chunk
+    content = http.get(f"/v1/flow/files/{provenance['file_id']}/content")
+    assert content.status == 200 and content.body == original
+    assert hashlib.sha256(content.body).hexdigest() == content.headers["X-Content-SHA256"]
+    lines = content.body.decode().splitlines()
+    span = "\n".join(lines[location["line_number_start"] - 1 : location["line_number_end"]])
+    assert provenance["chunk_text"].strip() in span
+
+    # cursor pagination, as OpenAI does it
+    page = http.get(f"{base}/messages?limit=1&order=asc", **BETA).json()
+    assert ([m["id"] for m in page["data"]], page["has_more"]) == ([user_message["id"]], True)
+    page = http.get(f"{base}/messages?limit=1&order=asc&after={page['last_id']}").json()
+    assert ([m["id"] for m in page["data"]], page["has_more"]) == ([answer_message["id"]], False)
+    page = http.get(f"{base}/messages?order=asc&before={answer_message['id']}").json()
+    assert [m["id"] for m in page["data"]] == [question_message["id"]]
+    page = http.get(f"{base}/messages?run_id={run['id']}").json()
+    assert [m["id"] for m in page["data"]] == [answer_message["id"]]

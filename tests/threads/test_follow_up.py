@@ -1,0 +1,83 @@
+"""Follow-up questions are searched with the conversation: "what about its retention
+period?" retrieves for the policy the thread is about."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from openai.types.beta.threads import Message
+
+from citations.models import QueryExecution
+from tests.threads.conftest import CONTRACTS, SURVEILLANCE, tenant_with
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.worker,
+    pytest.mark.filterwarnings("ignore:The Assistants API is deprecated:DeprecationWarning"),
+]
+
+FOLLOW_UP = "What about its retention period?"
+
+
+def _ask(client: openai.OpenAI, thread_id: str, assistant_id: str, question: str) -> Message:
+    client.beta.threads.messages.create(thread_id=thread_id, role="user", content=question)
+    run = client.beta.threads.runs.create_and_poll(
+        thread_id=thread_id, assistant_id=assistant_id, timeout=60
+    )
+    assert run.status == "completed", run.last_error
+    answer = client.beta.threads.messages.list(thread_id=thread_id, limit=1).data[0]
+    assert answer.run_id == run.id
+    return answer
+
+
+def _first_cited_document(message: Message) -> str:
+    execution = QueryExecution.objects.get(pk=message.metadata["query_id"])
+    return execution.quoted_sources.get(quoted_as="1").document_name
+
+
+CONVERSATIONS = [
+    # opening question, the policy it is about, its retention period, the other one's
+    ("Who operates the surveillance cameras?", "surveillance.md", "thirty days", "ten years"),
+    (
+        "Who reviews customer contracts before signature?",
+        "contracts.md",
+        "ten years",
+        "thirty days",
+    ),
+]
+
+
+def test_it_answers_the_same_follow_up_for_the_policy_each_thread_discusses(
+    celery_worker, live_server
+):
+    """GIVEN two policies that both have a retention period, WHEN two threads ask the very
+    same follow-up after opening on different policies, THEN each cites its own policy."""
+    tenant = tenant_with(
+        "Acme",
+        {"surveillance.md": SURVEILLANCE.encode(), "contracts.md": CONTRACTS.encode()},
+    )
+    client = openai.OpenAI(api_key=tenant.key, base_url=f"{live_server.url}/v1", max_retries=0)
+    assistant = str(tenant.app.pk)
+    for opening, document, period, other_period in CONVERSATIONS:
+        thread = client.beta.threads.create()
+        first = _ask(client, thread.id, assistant, opening)
+        assert _first_cited_document(first) == document
+
+        follow_up = _ask(client, thread.id, assistant, FOLLOW_UP)
+        text = follow_up.content[0].text.value
+        first_claim = text[: text.index("[1]")]
+        assert period in first_claim
+        assert other_period not in first_claim
+        execution = QueryExecution.objects.get(pk=follow_up.metadata["query_id"])
+        assert execution.question == FOLLOW_UP  # the context steers retrieval, not the record
+        assert execution.origin == "thread"
+        top = execution.hits.get(k_pos=1)
+        assert (top.file.name, top.section.split(" > ")[-1]) == (document, "Retention Period")
+        quoted = execution.quoted_sources.get(quoted_as="1")
+        assert (quoted.document_name, quoted.section) == (document, top.section)
+        # the annotation of [1] leads to that policy's file
+        marker = follow_up.content[0].text.annotations[0]
+        assert (marker.text, marker.file_citation.file_id) == (
+            "[1]",
+            str(tenant.files[document].pk),
+        )

@@ -1,0 +1,253 @@
+"""End to end in headless Chromium, on a live server with a real worker: sign
+in, upload a corpus file through the library page, wait for ``ready``, ask a
+question answered on page (slide) 2, click [1] and check the viewer shows that
+page with the highlight over the cited words — for a PDF, a DOCX and a PPTX.
+
+The highlight is checked independently of the viewer's code: for the PDF, the
+highlight elements as laid out by the browser are mapped back onto the
+original page and PyMuPDF reads which words lie under them; for DOCX and PPTX,
+python-docx / python-pptx confirm the highlighted words are on page/slide 2.
+Screenshots go to ``test-artifacts/screenshots/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import docx
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from pptx import Presentation
+
+from citations.llm_apps import app_create
+from tests import factories
+from tests.support.worker import ARTIFACTS
+from tests.web.conftest import PASSWORD
+from tests.web.highlights import words_under
+from tests.web.test_viewer import (
+    DOCX,
+    DOCX_QUESTION,
+    PDF,
+    PDF_QUESTION,
+    PPTX,
+    PPTX_QUESTION,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
+
+SCREENSHOTS = ARTIFACTS / "screenshots"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
+
+
+@pytest.fixture
+def site(live_server, celery_worker) -> str:  # noqa: ANN001
+    """Acme, member alice, a Handbook data source and an HR app, as an admin sets them up."""
+    org = factories.organization("Acme")
+    user = get_user_model().objects.create_user("alice", "alice@example.com", PASSWORD)
+    org.members.create(user=user)
+    factories.data_source(org, "Handbook")
+    app_create(organization=org, name="HR", data_source_names=["Handbook"])
+    return live_server.url
+
+
+@pytest.fixture
+def browser(site: str) -> Iterator[Browser]:
+    """Chromium for one test. Playwright's sync API keeps an event loop running in
+    this thread, where Django refuses database calls: it starts after the rows
+    above are written and stops before pytest-django flushes the database."""
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
+
+
+class Shots:
+    """Numbered full-page screenshots named after the test."""
+
+    def __init__(self, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.name, self.count = name, 0
+
+    def take(self, page: Page, step: str) -> Path:
+        self.count += 1
+        path = SCREENSHOTS / f"{self.name}-screenshot-{self.count:02d}-{step}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+def _sign_in(page: Page, url: str) -> None:
+    page.goto(f"{url}/library/")
+    expect(page).to_have_url(f"{url}/accounts/login/?next=/library/")
+    page.get_by_label("User name").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{url}/library/")
+
+
+def _upload_and_wait(page: Page, path: Path, shots: Shots) -> None:
+    page.get_by_label("Choose files").set_input_files(str(path))
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator(".messages")).to_contain_text(f"{path.name} uploaded as revision 1")
+    shots.take(page, "uploaded")
+    row = page.locator("tr[data-status]").filter(has_text=path.name)
+    # the list refreshes itself (fetch) until the file is ready or failed
+    page.wait_for_selector('tr[data-status="ready"], tr[data-status="failed"]', timeout=240_000)
+    expect(row).to_have_attribute("data-status", "ready")
+    shots.take(page, "ready")
+
+
+def _ask_and_open_first_reference(page: Page, url: str, question: str, shots: Shots) -> None:
+    page.get_by_role("link", name="Ask").click()
+    page.get_by_label("Question").fill(question)
+    page.get_by_role("button", name="Ask").click()
+    page.wait_for_url(f"{url}/answers/**", timeout=120_000)
+    expect(page.locator("#answer-text a.ref").first).to_have_text("[1]")
+    expect(page.locator("#source-1")).to_be_visible()
+    shots.take(page, "answer")
+    page.locator("#answer-text a.ref", has_text="[1]").first.click()
+    page.wait_for_url("**/sources/1/#*")
+
+
+def _in_viewport(page: Page, selector: str) -> bool:
+    return page.evaluate(
+        """s => { const r = document.querySelector(s).getBoundingClientRect();
+                  return r.top < window.innerHeight && r.bottom > 0; }""",
+        selector,
+    )
+
+
+def _percent_boxes(page: Page, frame: str, boxes: str) -> list[tuple[float, float, float, float]]:
+    """Highlight boxes as laid out by the browser, in percent of the page image."""
+    image = page.locator(f"{frame} img").bounding_box()
+    assert image and image["width"] > 0
+    result = []
+    for element in page.locator(f"{frame} {boxes}").all():
+        box = element.bounding_box()
+        assert box is not None
+        result.append(
+            (
+                100 * (box["x"] - image["x"]) / image["width"],
+                100 * (box["y"] - image["y"]) / image["height"],
+                100 * box["width"] / image["width"],
+                100 * box["height"] / image["height"],
+            )
+        )
+    return result
+
+
+def test_pdf_reference_opens_its_page_with_the_cited_words_highlighted(
+    browser: Browser, site: str, corpus: Path
+):
+    shots = Shots("pdf")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _sign_in(page, site)
+    _upload_and_wait(page, corpus / PDF, shots)
+    _ask_and_open_first_reference(page, site, PDF_QUESTION, shots)
+    assert page.url.endswith("#page-2")
+    figure = page.locator("#page-2")
+    expect(figure).to_be_visible()
+    assert page.locator("figure.pdf-page").count() == 1, "only the cited page is shown"
+    assert _in_viewport(page, "#page-2")
+    assert figure.locator("img").evaluate("i => i.complete && i.naturalWidth > 0")
+    claim_boxes = _percent_boxes(page, "#page-2", ".hl-claim")
+    assert claim_boxes, "no highlight over the cited words"
+    under = words_under(corpus / PDF, 2, claim_boxes)
+    assert {"Bruce", "Wayne", "Batmobile", "IM-BATMAN"} <= under, under
+    assert "Gabriel" not in under, "page 1's customer is not highlighted"
+    shots.take(page, "viewer")
+    figure.screenshot(path=str(SCREENSHOTS / "pdf-screenshot-page-2-highlight.png"))
+    page.close()
+
+
+def test_pdf_pages_work_on_a_phone_by_keyboard_and_without_javascript(
+    browser: Browser, site: str, corpus: Path
+):
+    shots = Shots("phone")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _sign_in(page, site)
+    _upload_and_wait(page, corpus / PDF, shots)
+    _ask_and_open_first_reference(page, site, PDF_QUESTION, shots)
+    viewer_url, cookies = page.url, page.context.cookies()
+    answer_url = viewer_url.split("sources/")[0]
+    page.close()
+    # a phone-sized screen without JavaScript: no sideways scrolling, highlights still drawn
+    phone = browser.new_context(
+        viewport={"width": 390, "height": 844}, java_script_enabled=False, is_mobile=True
+    )
+    phone.add_cookies(cookies)
+    small = phone.new_page()
+    for url, step in ((answer_url, "answer"), (viewer_url, "viewer")):
+        small.goto(url)
+        width = small.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390 + 1, f"{step} page scrolls sideways on a phone ({width}px)"
+        shots.take(small, step)
+    assert small.locator("#page-2 .hl-claim").count() > 0
+    # keyboard: the first Tab reaches the skip link, which moves focus to the content
+    small.goto(answer_url)
+    small.keyboard.press("Tab")
+    assert small.evaluate("document.activeElement.className") == "skip"
+    small.keyboard.press("Enter")
+    assert small.evaluate("document.activeElement.id") == "main"
+    small.keyboard.press("Tab")
+    focused = small.evaluate("document.activeElement.textContent")
+    assert focused.strip() == "History", "focus continues into the content"
+    phone.close()
+
+
+def _office_case(browser: Browser, site: str, path: Path, question: str, name: str) -> str:
+    """Upload, ask, click [1]; returns the highlighted text of the cited line (page 2)."""
+    shots = Shots(name)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _sign_in(page, site)
+    _upload_and_wait(page, path, shots)
+    _ask_and_open_first_reference(page, site, question, shots)
+    fragment = page.url.rsplit("#", 1)[1]
+    assert fragment.startswith("L")
+    line = page.locator(f"#{fragment}")
+    expect(line).to_have_class("line cited")
+    expect(line).to_have_attribute("data-page", "2")
+    assert _in_viewport(page, f"#{fragment}"), "the viewer scrolls to the cited line"
+    marks = page.locator(".line.cited mark")
+    assert marks.count() > 0
+    highlighted = " ".join(marks.all_inner_texts())
+    expect(page.locator("h1")).to_contain_text(path.name)
+    shots.take(page, "viewer")
+    line.screenshot(path=str(SCREENSHOTS / f"{name}-screenshot-cited-line.png"))
+    page.close()
+    return highlighted
+
+
+def test_docx_reference_opens_page_2_with_the_cited_lines_highlighted(
+    browser: Browser, site: str, corpus: Path
+):
+    highlighted = _office_case(browser, site, corpus / DOCX, DOCX_QUESTION, "docx")
+    assert "Here is a random table for .docx parsing test purposes:" in highlighted
+    # python-docx: the highlighted paragraph follows Word's first rendered page break
+    page_of, page = {}, 1
+    for paragraph in docx.Document(str(corpus / DOCX)).paragraphs:
+        page_of.setdefault(paragraph.text.strip(), page)
+        page += len(paragraph.rendered_page_breaks)
+    assert page_of["Here is a random table for .docx parsing test purposes:"] == 2
+
+
+def test_pptx_reference_opens_slide_2_with_the_cited_lines_highlighted(
+    browser: Browser, site: str, corpus: Path
+):
+    highlighted = _office_case(browser, site, corpus / PPTX, PPTX_QUESTION, "pptx")
+    sentence = "AutoGen is an open-source framework that allows developers to build LLM"
+    assert sentence in highlighted
+    slides = Presentation(str(corpus / PPTX)).slides
+    texts = [
+        " ".join(s.text_frame.text for s in slide.shapes if s.has_text_frame) for slide in slides
+    ]
+    assert sentence in texts[1] and sentence not in texts[0]

@@ -1,0 +1,168 @@
+"""Library page: empty and busy states, multi-file upload with reasons for
+rejected files, failed files with their reason and a retry, tenancy, CSRF."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from documents import ingestion
+from documents.models import File
+from tests import factories
+from tests.web.conftest import REMOTE_WORK, Tenant, member_of, signed_in
+
+pytestmark = pytest.mark.django_db
+
+
+def _upload(client: Client, *files: SimpleUploadedFile, source: str = "Handbook"):  # noqa: ANN202
+    return client.post("/library/", {"data_source": source, "files": list(files)}, follow=True)
+
+
+def test_it_sends_anonymous_visitors_to_sign_in(db):
+    for url in ("/", "/library/", "/history/"):
+        response = Client().get(url)
+        assert response.status_code == 302
+        assert response["Location"].startswith("/accounts/login/?next=")
+
+
+def test_it_signs_in_with_the_login_form(tenant: Tenant):
+    client = Client()
+    page = client.get("/accounts/login/")
+    assert page.status_code == 200 and b'name="csrfmiddlewaretoken"' in page.content
+    response = client.post(
+        "/accounts/login/", {"username": "alice", "password": "correct horse battery staple"}
+    )
+    assert response.status_code == 302 and response["Location"] == "/"
+    wrong = Client().post("/accounts/login/", {"username": "alice", "password": "nope"})
+    assert wrong.status_code == 200 and b'role="alert"' in wrong.content
+
+
+def test_it_tells_a_user_without_organization(db):
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("loner", "l@example.com", "pw-123456789")
+    response = signed_in(user).get("/library/")
+    assert response.status_code == 403
+    assert b"not a member of any organization" in response.content
+
+
+def test_it_shows_the_empty_library(tenant: Tenant):
+    response = tenant.client.get("/library/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "The library is empty" in body
+    assert 'aria-current="page"' in body and 'http-equiv="refresh"' not in body
+
+
+def test_it_uploads_many_files_and_shows_their_progress(tenant: Tenant):
+    response = _upload(
+        tenant.client,
+        SimpleUploadedFile("remote.md", REMOTE_WORK),
+        SimpleUploadedFile("notes.txt", b"Parking is free for employees.\n"),
+    )
+    body = response.content.decode()
+    assert response.redirect_chain == [("/library/", 303)]
+    assert "remote.md uploaded as revision 1" in body and "notes.txt uploaded" in body
+    assert File.objects.filter(organization=tenant.org).count() == 2
+    # not picked up yet (no worker here): the stepper shows "pending" and the page refreshes
+    assert 'aria-current="step">pending<' in body
+    assert '<meta http-equiv="refresh" content="3">' in body
+    assert "waiting for a worker" in body
+
+
+def test_it_shows_each_stage_with_counts(tenant: Tenant, corpus):
+    pdf = corpus / "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf"
+    record = factories.upload(tenant.source, pdf.name, pdf.read_bytes()).file
+    body = tenant.client.get("/library/").content.decode()
+    assert 'aria-current="step">pending<' in body
+    ingestion.file_convert(file_id=str(record.pk))
+    body = tenant.client.get("/library/").content.decode()
+    assert 'aria-current="step">chunking<' in body and "3 of 3 pages converted" in body
+    assert '<progress max="3" value="3"' in body
+    ingestion.file_chunk(file_id=str(record.pk))
+    body = tenant.client.get("/library/").content.decode()
+    total = File.objects.get(pk=record.pk).progress_total
+    assert 'aria-current="step">embedding<' in body and f"0 of {total} chunks embedded" in body
+    ingestion.file_embed(file_id=str(record.pk))
+    body = tenant.client.get("/library/").content.decode()
+    assert "ready: " in body and 'http-equiv="refresh"' not in body
+
+
+def test_it_says_why_an_unsupported_file_was_refused(tenant: Tenant):
+    body = _upload(
+        tenant.client,
+        SimpleUploadedFile("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" + bytes(range(256)) * 4),
+        SimpleUploadedFile("ok.md", b"# Fine\n\nThis one is accepted.\n"),
+    ).content.decode()
+    assert "tool.exe was not uploaded: the file is neither UTF-8 text nor a supported" in body
+    assert "ok.md uploaded as revision 1" in body
+    assert list(File.objects.values_list("name", flat=True)) == ["ok.md"]
+
+
+def test_it_says_why_an_oversized_file_was_refused(tenant: Tenant, settings):
+    settings.PROVENANCE_MAX_UPLOAD_BYTES = 64
+    body = _upload(tenant.client, SimpleUploadedFile("big.md", b"x" * 65)).content.decode()
+    assert "big.md was not uploaded: the file is larger than the limit of 64 bytes" in body
+    assert not File.objects.exists()
+
+
+def test_it_refuses_an_upload_without_files_or_into_an_unknown_source(tenant: Tenant):
+    assert "Choose at least one file" in _upload(tenant.client).content.decode()
+    body = _upload(tenant.client, SimpleUploadedFile("a.md", b"# A\n"), source="Nope").content
+    assert "Nothing was uploaded: unknown data source &#x27;Nope&#x27;" in body.decode()
+
+
+def test_it_shows_a_failed_file_with_its_reason_and_retries_it(tenant: Tenant, corpus):
+    pdf = corpus / "hostile/py-pdf/libreoffice-writer-password.pdf"
+    record = factories.upload(tenant.source, pdf.name, pdf.read_bytes()).file
+    ingestion.file_convert(file_id=str(record.pk))
+    record.refresh_from_db()
+    assert record.status == "failed"
+    body = tenant.client.get("/library/").content.decode()
+    assert f"Failed: {record.error_message}" in body.replace("&#x27;", "'")
+    assert f'action="/library/files/{record.pk}/retry"' in body
+    retried = tenant.client.post(f"/library/files/{record.pk}/retry", follow=True)
+    assert "is queued again" in retried.content.decode()
+    assert File.objects.get(pk=record.pk).status == "pending"
+    again = tenant.client.post(f"/library/files/{record.pk}/retry", follow=True)
+    assert "has not failed: nothing to retry" in again.content.decode()
+
+
+def test_it_hides_other_organizations_files(tenant: Tenant):
+    other = factories.organization("Globex")
+    theirs = factories.upload(factories.data_source(other, "Secret"), "secret.md", b"# S\n").file
+    body = tenant.client.get("/library/").content.decode()
+    assert "secret.md" not in body
+    assert tenant.client.post(f"/library/files/{theirs.pk}/retry").status_code == 404
+    assert tenant.client.post("/library/files/not-a-uuid/retry").status_code == 404
+    outsider = signed_in(member_of(other, "mallory"))
+    assert "secret.md" in outsider.get("/library/").content.decode()
+
+
+def test_every_form_needs_its_csrf_token(tenant: Tenant, remote_work: File):
+    client = signed_in(tenant.user, enforce_csrf_checks=True)
+    upload = SimpleUploadedFile("x.md", b"# X\n")
+    form = {"data_source": "Handbook", "files": [upload]}
+    assert client.post("/library/", form).status_code == 403
+    assert client.post(f"/library/files/{remote_work.pk}/retry").status_code == 403
+    assert client.post("/", {"app": str(tenant.app.pk), "question": "Hi?"}).status_code == 403
+    assert client.post("/accounts/logout/").status_code == 403
+    assert Client(enforce_csrf_checks=True).post("/accounts/login/", {}).status_code == 403
+    # every page with a form carries the token
+    for url in ("/library/", "/"):
+        assert b'name="csrfmiddlewaretoken"' in client.get(url).content
+
+
+def test_the_file_list_query_count_does_not_grow_with_files(
+    tenant: Tenant, django_assert_num_queries
+):
+    for i in range(3):
+        factories.upload(tenant.source, f"doc{i}.md", f"# Doc {i}\n".encode())
+    with django_assert_num_queries(7) as few:
+        tenant.client.get("/library/")
+    baseline = len(few.captured_queries)
+    for i in range(3, 12):
+        factories.upload(tenant.source, f"doc{i}.md", f"# Doc {i}\n".encode())
+    with django_assert_num_queries(baseline):
+        tenant.client.get("/library/")
