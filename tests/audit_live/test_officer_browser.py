@@ -91,4 +91,4 @@ def test_an_officer_follows_an_answer_down_to_the_original_bytes(evidence, brows
     with page.expect_download() as download_info:
         page.locator("a", has_text="download original").first.click()
     path = download_info.value.path()
-    assert hashlib.sha256(open(path, "rb").read()).hexdigest() == record.sha256
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == record.sha256
