@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 RRF_K = 60
-LEXICAL_CANDIDATE_CAP = 400
-EF_SEARCH = 100
+# full-text candidates: chunks holding every word of the question first, then any word;
+# bounded so frequent words cannot make ranking scan thousands of long chunks
+LEXICAL_CANDIDATE_CAP = 100
+EF_SEARCH = 200
 
 _SQL = """
 WITH semantic AS (
@@ -37,13 +39,21 @@ WITH semantic AS (
 ), semantic_ranked AS (
     SELECT id, rank() OVER (ORDER BY distance) AS rank FROM semantic
 ), lexical_candidates AS (
-    SELECT c.id, c.search_vector
-    FROM documents_chunk c
-    WHERE c.search_vector @@ to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)
-      AND c.organization_id = %(organization)s
-      AND c.data_source_id = ANY(%(data_sources)s)
-      AND c.is_retrievable
-    LIMIT %(lexical_cap)s
+    (SELECT c.id, c.search_vector
+     FROM documents_chunk c
+     WHERE c.search_vector @@ plainto_tsquery(%(analyzer)s::regconfig, %(question)s)
+       AND c.organization_id = %(organization)s
+       AND c.data_source_id = ANY(%(data_sources)s)
+       AND c.is_retrievable
+     LIMIT %(lexical_cap)s)
+    UNION
+    (SELECT c.id, c.search_vector
+     FROM documents_chunk c
+     WHERE c.search_vector @@ to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)
+       AND c.organization_id = %(organization)s
+       AND c.data_source_id = ANY(%(data_sources)s)
+       AND c.is_retrievable
+     LIMIT %(lexical_cap)s)
 ), lexical AS (
     SELECT id, ts_rank_cd(search_vector, to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)) AS score
     FROM lexical_candidates
@@ -116,6 +126,7 @@ def hybrid_search(
         "k": candidate_k,
         "analyzer": analyzer,
         "tsquery": or_tsquery(question),
+        "question": question[:2000],
         "lexical_cap": LEXICAL_CANDIDATE_CAP,
         "rrf_k": RRF_K,
         "top": top_k,
@@ -123,6 +134,8 @@ def hybrid_search(
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.ef_search = %s", [EF_SEARCH])
         cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        # index scans only: a sequential scan over out-of-line tsvectors is the slow path
+        cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(_SQL, params)
         rows = cursor.fetchall()
     return [
