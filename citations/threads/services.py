@@ -319,3 +319,21 @@ def _message_metadata(execution: QueryExecution, sources: Iterable[dict]) -> dic
         "llm_app_id": str(execution.app_id),
         "database_id": ",".join(databases)[:512],
     }
+
+
+def runs_resume_stalled() -> list[str]:
+    """Re-queue runs whose message was lost (queued a while) or whose worker died
+    (in progress past the task time limit); the claim keeps each answered once."""
+    from citations.threads.tasks import run_execute as task
+
+    now = timezone.now()
+    waited = now - timedelta(seconds=settings.PROVENANCE_INGEST_LEASE_SECONDS)
+    dead = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    stalled = Run.objects.filter(
+        Q(status=RunStatus.QUEUED, created_at__lt=waited)
+        | Q(status=RunStatus.IN_PROGRESS, started_at__lt=dead)
+    ).values_list("pk", flat=True)
+    run_ids = [str(pk) for pk in stalled]
+    for run_id in run_ids:
+        task.delay(run_id)
+    return run_ids

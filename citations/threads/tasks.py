@@ -42,3 +42,8 @@ def run_execute(self: Task, run_id: str) -> None:
             code="server_error",
             message=f"internal error: {type(exc).__name__}: {exc}",
         )
+
+
+@shared_task(acks_late=True)
+def resume_stalled_runs() -> list[str]:
+    return services.runs_resume_stalled()

@@ -33,6 +33,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "documents.tasks.resume_stalled_ingestions",
         "schedule": float(PROVENANCE_STALL_SWEEP_SECONDS),
     },
+    "resume-stalled-runs": {
+        "task": "citations.threads.tasks.resume_stalled_runs",
+        "schedule": float(PROVENANCE_STALL_SWEEP_SECONDS),
+    },
 }
 if CELERY_BROKER_URL.startswith("provfs"):
     # one folder per database name, so two test runs on one machine stay apart
