@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 # Run in this order; a name whose file does not exist yet is skipped.
-BENCHMARKS = ("embed_speed", "pdf_speed", "retrieval_latency", "recall_report")
+BENCHMARKS = ("embed_speed", "pdf_speed", "ingest_speed", "retrieval_latency", "recall_report")
 SCRIPT_TIMEOUT_SECONDS = 1800
 
 for path in (ROOT, BENCH):
