@@ -13,9 +13,7 @@ import argparse
 import io
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -91,21 +89,9 @@ def measure(pages: int) -> dict[str, Any]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="ingest-speed-") as folder:
-        output = Path(folder) / "result.json"
-        command = [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--output",
-            str(output),
-            "--pages",
-            "100",
-        ]
-        env = {k: v for k, v in os.environ.items() if k != "PROVENANCE_DB_NAME"}
-        completed = subprocess.run(command, cwd=ROOT, env=env, check=False, timeout=1800)
-        if completed.returncode != 0 or not output.exists():
-            raise RuntimeError(f"{Path(__file__).name} exited with {completed.returncode}")
-        return json.loads(output.read_text())
+    from _child import run_script
+
+    return run_script(Path(__file__).resolve(), "--pages", "100", timeout=1800)
 
 
 def main() -> int:

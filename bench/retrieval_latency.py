@@ -37,9 +37,7 @@ import bisect
 import hashlib
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -104,16 +102,9 @@ def loadavg() -> list[float]:
 
 def run(quick: bool = False) -> dict[str, Any]:
     """The figures, measured in a child process (see the module docstring)."""
-    with tempfile.TemporaryDirectory(prefix="retrieval-latency-") as folder:
-        output = Path(folder) / "result.json"
-        command = [sys.executable, str(Path(__file__).resolve()), "--output", str(output)]
-        if quick:
-            command.append("--quick")
-        env = {k: v for k, v in os.environ.items() if k != "PROVENANCE_DB_NAME"}
-        completed = subprocess.run(command, cwd=ROOT, env=env, check=False, timeout=3600)
-        if completed.returncode != 0 or not output.exists():
-            raise RuntimeError(f"{Path(__file__).name} exited with {completed.returncode}")
-        return json.loads(output.read_text())
+    from _child import run_script
+
+    return run_script(Path(__file__).resolve(), *(["--quick"] if quick else []), timeout=3600)
 
 
 def main() -> int:

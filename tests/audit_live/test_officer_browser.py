@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
 from audit.roles import OFFICER_GROUP
 from citations.llm_apps import app_create
@@ -19,19 +19,13 @@ from documents.demo import demo_documents_write
 from documents.models import OrganizationMember
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.browser import chromium
 from tests.support.worker import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 
 PASSWORD = "officer-pass-9876"
 QUESTION = "Within what time must security incidents be reported?"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-]
 SHOTS = ARTIFACTS / "screenshots"
 
 
@@ -52,12 +46,8 @@ def evidence(live_server, celery_worker, tmp_path):  # noqa: ANN001, ANN201
 
 @pytest.fixture
 def browser(evidence) -> Iterator[Browser]:  # noqa: ANN001
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
-        yield chromium
-        chromium.close()
+    with chromium() as browser:
+        yield browser
 
 
 def test_an_officer_follows_an_answer_down_to_the_original_bytes(evidence, browser):

@@ -18,11 +18,12 @@ from pathlib import Path
 import docx
 import pytest
 from django.contrib.auth import get_user_model
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 from pptx import Presentation
 
 from citations.llm_apps import app_create
 from tests import factories
+from tests.support.browser import chromium
 from tests.support.worker import ARTIFACTS
 from tests.web.conftest import PASSWORD
 from tests.web.highlights import words_under
@@ -38,13 +39,6 @@ from tests.web.test_viewer import (
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 
 SCREENSHOTS = ARTIFACTS / "screenshots"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-]
 
 
 @pytest.fixture
@@ -63,12 +57,8 @@ def browser(site: str) -> Iterator[Browser]:
     """Chromium for one test. Playwright's sync API keeps an event loop running in
     this thread, where Django refuses database calls: it starts after the rows
     above are written and stops before pytest-django flushes the database."""
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-        )
-        yield chromium
-        chromium.close()
+    with chromium() as browser:
+        yield browser
 
 
 class Shots:

@@ -1,0 +1,26 @@
+"""Running a benchmark script in a child process: Django is set up there, on a
+database of its own, never in ``bench/run.py``'s process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_script(script: Path, *args: str, timeout: float) -> dict[str, Any]:
+    """``python SCRIPT --output FILE ARGS…`` and the JSON it wrote."""
+    with tempfile.TemporaryDirectory(prefix=f"{script.stem}-") as folder:
+        output = Path(folder) / "result.json"
+        command = [sys.executable, str(script), "--output", str(output), *args]
+        env = {k: v for k, v in os.environ.items() if k != "PROVENANCE_DB_NAME"}
+        completed = subprocess.run(command, cwd=ROOT, env=env, check=False, timeout=timeout)
+        if completed.returncode != 0 or not output.exists():
+            raise RuntimeError(f"{script.name} exited with {completed.returncode}")
+        return json.loads(output.read_text())
