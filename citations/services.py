@@ -146,10 +146,7 @@ def _answer(
     vector = embedder.embed_query(search_text)
     retrieved = _retrieve(app, search_text, vector, analyzer)
     passages = [Passage(i, r.chunk.chunk_text, r.hit.score_norm) for i, r in enumerate(retrieved)]
-    generator = generator_for(app.generator)
-    if hasattr(generator, "threshold"):
-        generator.threshold = app.answer_threshold
-        generator.max_sentences = app.max_answer_sentences
+    generator = generator_for(app)
     claims = generator.generate(question=question, question_vector=vector, passages=passages)
     composition = compose(claims)
     _record(execution, retrieved, composition, index_hash, embed_model, analyzer, started)

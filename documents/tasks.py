@@ -11,6 +11,7 @@ from django.db import InterfaceError, OperationalError
 from documents import ingestion
 
 logger = logging.getLogger(__name__)
+# errors worth retrying with backoff (database or broker briefly away); shared by all tasks
 TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 _OPTIONS = {
     "autoretry_for": TRANSIENT,

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from citations.models import App
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,12 @@ class Generator(Protocol):
     ) -> list[Claim]: ...
 
 
-def generator_for(name: str) -> Generator:
+def generator_for(app: App) -> Generator:
+    """The app's generator, configured with the app's answer settings."""
     from citations.generators.extractive import ExtractiveGenerator
 
-    generators = {"extractive": ExtractiveGenerator}
-    if name not in generators:
-        raise ValueError(f"unknown generator {name!r}")
-    return generators[name]()
+    if app.generator == "extractive":
+        return ExtractiveGenerator(
+            max_sentences=app.max_answer_sentences, threshold=app.answer_threshold
+        )
+    raise ValueError(f"unknown generator {app.generator!r}")

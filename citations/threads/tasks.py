@@ -7,12 +7,11 @@ import logging
 
 from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import InterfaceError, OperationalError
 
 from citations.threads import services
+from documents.tasks import TRANSIENT
 
 logger = logging.getLogger(__name__)
-TRANSIENT = (OperationalError, InterfaceError, ConnectionError, TimeoutError)
 
 
 @shared_task(
