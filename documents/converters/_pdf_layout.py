@@ -8,6 +8,7 @@ PyMuPDF's blocks. Everything here is plain geometry so it stays well above
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ class Block:
 
     lines: list[Line]
     box: Box
-    table: object | None = None  # a pymupdf Table when this block is a table
+    table: object | None = None  # a _pdf_tables.RuledTable when this block is a table
 
 
 def union(boxes: list[Box]) -> Box:
@@ -62,6 +63,12 @@ def union(boxes: list[Box]) -> Box:
     )
 
 
+@functools.lru_cache(maxsize=512)
+def _bold_font(name: str) -> bool:
+    """Fonts repeat on every span of a page: match each name once."""
+    return bool(BOLD_NAME.search(name))
+
+
 def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     text, sizes, bold_chars, boxes = "", Counter(), 0, []
     for span in spans:
@@ -70,7 +77,7 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
             continue  # render-mode-3 text with nothing under it: hidden, not content
         n = len(t.strip())
         sizes[round(span["size"], 1)] += n
-        if span["flags"] & 16 or BOLD_NAME.search(span["font"]):
+        if span["flags"] & 16 or _bold_font(span["font"]):
             bold_chars += n
         text += t
         boxes.append(tuple(span["bbox"]))

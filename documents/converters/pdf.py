@@ -32,6 +32,7 @@ from documents.converters._pdf_layout import (
     reading_order,
     union,
 )
+from documents.converters._pdf_tables import RuledTable, ruled_tables
 from documents.converters.base import Conversion, ConversionError
 
 pymupdf.TOOLS.mupdf_display_errors(False)
@@ -63,38 +64,13 @@ def _clean_meta(value: object) -> str:
     return "".join(ch for ch in str(value or "") if ch.isprintable()).strip()
 
 
-def _rule_count(page: pymupdf.Page) -> int:
-    """Horizontal or vertical strokes (lines, thin or stroked rectangles), the more of one kind."""
-    horizontal = vertical = 0
-    for drawing in page.get_cdrawings():
-        stroked = "s" in drawing.get("type", "")
-        for item in drawing["items"]:
-            if item[0] == "l":
-                (x0, y0), (x1, y1) = item[1], item[2]
-                horizontal += abs(y1 - y0) < 1 and abs(x1 - x0) > 10
-                vertical += abs(x1 - x0) < 1 and abs(y1 - y0) > 5
-            elif item[0] == "re":
-                x0, y0, x1, y1 = item[1]
-                thin_h, thin_v = abs(y1 - y0) < 2.5, abs(x1 - x0) < 2.5
-                if stroked and not (thin_h or thin_v):
-                    horizontal, vertical = horizontal + 2, vertical + 2
-                elif thin_h != thin_v:
-                    horizontal += thin_h
-                    vertical += thin_v
-    return max(horizontal, vertical)
-
-
 def _table_blocks(page: pymupdf.Page) -> list[Block]:
-    """Ruled tables only: ``find_tables`` is slow, so pages without rules skip it."""
+    """Ruled tables, found from the page's rules alone (see ``_pdf_tables``)."""
     try:
-        if _rule_count(page) < 3:
-            return []
-        found = page.find_tables(use_layout=False).tables  # no ML layout model
-    except Exception:
+        found = ruled_tables(page)
+    except Exception:  # damaged drawing commands: the page is still read as text
         return []
-    return [
-        Block([], tuple(t.bbox), table=t) for t in found if t.row_count >= 2 and t.col_count >= 2
-    ]
+    return [Block([], t.bbox, table=t) for t in found]
 
 
 def _inside(line: Line, box: tuple[float, float, float, float]) -> bool:
@@ -298,7 +274,7 @@ def _cell_text(page: pymupdf.Page, box: tuple | None) -> str:
     return table_cell(page.get_text("text", clip=box, flags=TEXT_FLAGS))
 
 
-def _emit_table(md: MarkdownBuilder, page: pymupdf.Page, page_no: int, table: object) -> int:
+def _emit_table(md: MarkdownBuilder, page: pymupdf.Page, page_no: int, table: RuledTable) -> int:
     """Cell text is re-read from each cell box so characters keep their visual order."""
     rows = [[_cell_text(page, box) for box in row.cells] for row in table.rows]
     if not any(any(row) for row in rows):

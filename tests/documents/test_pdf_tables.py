@@ -1,0 +1,111 @@
+"""Ruled tables found from a page's rules alone, checked against PyMuPDF's own finder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from documents.converters._pdf_tables import ruled_tables
+from documents.converters.pdf import PdfConverter
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+
+
+def _grid_pdf(*, columns: list[float], rows: list[float], merged_top: bool = False) -> bytes:
+    """A page with a grid drawn by lines and a word in every cell."""
+    document = pymupdf.open()
+    page = document.new_page()
+    left, right, top, bottom = columns[0], columns[-1], rows[0], rows[-1]
+    for y in rows:
+        page.draw_line((left, y), (right, y))
+    for i, x in enumerate(columns):
+        inner = 0 < i < len(columns) - 1
+        start = rows[1] if merged_top and inner else top  # the top row spans every column
+        page.draw_line((x, start), (x, bottom))
+    for r, y in enumerate(rows[1:]):
+        for c, x in enumerate(columns[:-1]):
+            if merged_top and r == 0 and c > 0:
+                continue
+            page.insert_text((x + 4, y - 6), f"r{r}c{c}", fontsize=9)
+    return document.tobytes()
+
+
+def test_a_drawn_grid_is_one_table_with_its_cell_boxes():
+    data = _grid_pdf(columns=[72, 200, 330, 460], rows=[100, 130, 160])
+    (table,) = ruled_tables(pymupdf.open(stream=data)[0])
+    assert (table.row_count, table.col_count) == (2, 3)
+    assert table.rows[1].cells[2] == pytest.approx((330, 130, 460, 160), abs=0.5)
+    markdown = PdfConverter().convert(data).markdown
+    assert "| r0c0 | r0c1 | r0c2 |" in markdown
+    assert "| r1c0 | r1c1 | r1c2 |" in markdown
+
+
+def test_a_cell_spanning_the_row_leaves_the_covered_columns_empty():
+    data = _grid_pdf(columns=[72, 200, 330], rows=[100, 130, 160], merged_top=True)
+    (table,) = ruled_tables(pymupdf.open(stream=data)[0])
+    assert table.rows[0].cells[0] == pytest.approx((72, 100, 330, 130), abs=0.5)
+    assert table.rows[0].cells[1] is None
+    assert "| r0c0 |  |" in PdfConverter().convert(data).markdown
+
+
+def test_a_framed_paragraph_or_an_underline_is_not_a_table():
+    document = pymupdf.open()
+    page = document.new_page()
+    page.draw_rect((72, 100, 500, 200))
+    page.insert_text((80, 120), "A framed listing, one column only.")
+    page.draw_line((72, 300), (500, 300))
+    page.draw_line((72, 303.5), (500, 303.5))  # a double underline snaps into one rule
+    assert ruled_tables(pymupdf.open(stream=document.tobytes())[0]) == []
+
+
+def _near(a, b) -> bool:
+    """Boxes equal within 1.5 pt: rules are snapped to the mean of strokes a line width apart."""
+    if a is None or b is None:
+        return a is b
+    return all(abs(p - q) <= 1.5 for p, q in zip(a, b, strict=True))
+
+
+def _same_table(ours, theirs) -> bool:
+    """Equal cell for cell, except that PyMuPDF may close one more row at the bottom."""
+    return (
+        _near(ours.bbox[:3], tuple(theirs.bbox)[:3])
+        and ours.col_count == theirs.col_count
+        and ours.row_count in (theirs.row_count, theirs.row_count - 1)
+        and all(
+            _near(a, b)
+            for mine, other in zip(ours.rows, theirs.rows, strict=False)
+            for a, b in zip(mine.cells, other.cells, strict=True)
+        )
+    )
+
+
+def test_corpus_tables_match_pymupdfs_finder():
+    """Every table we find is one PyMuPDF's ``find_tables`` finds, cell for cell.
+
+    PyMuPDF closes a last row that has no rule under it; we leave that row as
+    text, so a table it finds may be missing here, but never one it does not find.
+    """
+    matched = 0
+    for path in sorted(CORPUS.rglob("*.pdf")):
+        if "hostile" in path.parts:
+            continue
+        document = pymupdf.open(path)
+        if document.needs_pass:
+            continue
+        for page in document:
+            ours = ruled_tables(page)
+            if not ours:
+                continue
+            theirs = [
+                t
+                for t in page.find_tables(use_layout=False).tables
+                if t.row_count >= 2 and t.col_count >= 2
+            ]
+            for table in ours:
+                assert any(_same_table(table, t) for t in theirs), (
+                    f"{path.name} page {page.number + 1}: {table.bbox} differs from PyMuPDF's"
+                )
+                matched += 1
+    assert matched >= 5
