@@ -98,7 +98,8 @@ class MiniLmEmbedder:
 
     ``precision`` defaults to ``PROVENANCE_EMBED_PRECISION`` (``bf16`` unless set);
     bf16 is used only where the CPU runs it natively, and ``self.precision`` says
-    which one is in effect. Queries and documents go through the same path.
+    which one is in effect for documents. Queries run the same weights in fp32
+    through ONNX Runtime, which is faster for one short text.
     """
 
     model_id = "sentence-transformers/all-MiniLM-L6-v2"
@@ -120,7 +121,9 @@ class MiniLmEmbedder:
             torch.set_num_threads(threads)
         self.batch_size = batch_size
         self.precision = "bf16" if requested == "bf16" and cpu_has_fast_bf16() else "fp32"
-        self.model = SentenceTransformer(str(get_model_path()), device="cpu")
+        self.model_dir = Path(get_model_path())
+        self.model = SentenceTransformer(str(self.model_dir), device="cpu")
+        self._query_encoder: Any = None
         if self.precision == "bf16":
             self.model.to(torch.bfloat16)
         self.model.eval()
@@ -141,7 +144,13 @@ class MiniLmEmbedder:
         return _unit_rows(vectors.float().numpy()).tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        """One question through ONNX Runtime (fp32): about twice as fast as torch for
+        one short text (see ``retrieval/onnx_query.py``)."""
+        if self._query_encoder is None:
+            from retrieval.onnx_query import query_encoder
+
+            self._query_encoder = query_encoder(self.model_dir, self.model.tokenizer)
+        return self._query_encoder.encode(text).tolist()
 
 
 class OpenAiCompatibleEmbedder:

@@ -78,9 +78,39 @@ def test_close_sentence_scores_higher_than_unrelated(
         assert _cos(anchor, close) > _cos(anchor, unrelated) + 0.2
 
 
-def test_query_and_document_embed_the_same_way(fast: MiniLmEmbedder) -> None:
-    text = "Who won Super Bowl 50?"
-    assert np.allclose(fast.embed_query(text), fast.embed_documents([text])[0], atol=1e-6)
+def test_query_path_is_the_fp32_model_through_onnx_runtime(
+    fp32: MiniLmEmbedder, fast: MiniLmEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Questions run the same weights exported to ONNX: equal to torch fp32, close to bf16."""
+    monkeypatch.setenv("PROVENANCE_MODEL_CACHE", str(tmp_path))
+    embedder = MiniLmEmbedder(batch_size=16)  # a fresh one: exports into tmp_path
+    questions = ["Who won Super Bowl 50?", "Which NFL team represented the AFC?", "x " * 400]
+    vectors = [embedder.embed_query(q) for q in questions]
+    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]  # exported once, no leftovers
+    for question, vector in zip(questions, vectors, strict=True):
+        assert len(vector) == 384 and abs(np.linalg.norm(vector) - 1.0) < 1e-5
+        assert _cos(vector, fp32.embed_documents([question])[0]) > 0.99999
+        assert _cos(vector, fast.embed_documents([question])[0]) > 0.999
+    # a second embedder in the same cache reuses the file instead of exporting again
+    stamp = next(tmp_path.iterdir()).stat().st_mtime_ns
+    assert MiniLmEmbedder(batch_size=16).embed_query(questions[0]) == pytest.approx(vectors[0])
+    assert next(tmp_path.iterdir()).stat().st_mtime_ns == stamp
+
+
+def test_questions_rank_bf16_documents_as_fp32_questions_do(
+    fp32: MiniLmEmbedder, fast: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    """The mixed pair (fp32 ONNX question, bf16 documents) ranks like fp32 throughout."""
+    data = json.loads(SQUAD.read_text(encoding="utf-8"))
+    questions = [p["qas"][0]["question"] for a in data["data"] for p in a["paragraphs"][:2]]
+    reference_docs = np.asarray(fp32.embed_documents(paragraphs))
+    fast_docs = np.asarray(fast.embed_documents(paragraphs))
+    overlaps = []
+    for question in questions:
+        reference = np.argsort(-reference_docs @ np.asarray(fp32.embed_documents([question])[0]))
+        mixed = np.argsort(-fast_docs @ np.asarray(fast.embed_query(question)))
+        overlaps.append(len(set(reference[:10]) & set(mixed[:10])) / 10)
+    assert np.mean(overlaps) >= 0.98, np.mean(overlaps)
 
 
 def test_empty_input_gives_no_vectors(fast: MiniLmEmbedder) -> None:
