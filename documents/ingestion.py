@@ -210,39 +210,89 @@ def _chunks_replace(markdown: DocumentMarkdown) -> None:
 
 
 def file_embed(*, file_id: str) -> bool:
-    """Embed the chunks still without a vector, batch by batch, then publish."""
+    """Embed the chunks still without a vector, then publish.
+
+    The stage's owner (it holds the lease) asks idle worker processes to share
+    the work (:func:`file_embed_share`): everyone takes batches with ``FOR UPDATE
+    SKIP LOCKED``, so no chunk is embedded twice at once, and a helper that dies
+    rolls its batch back for the owner to redo. The owner publishes only once no
+    chunk is left without a vector.
+    """
     if not _claim(file_id, statuses=(FileStatus.EMBEDDING,), working=FileStatus.EMBEDDING):
         return False
     markdown = _draft_markdown(file_id)
     if markdown is None:
         file_fail(file_id=file_id, reason="chunks are missing; retry the file")
         return False
-    from retrieval.embedders import default_embedder
-
-    embedder = default_embedder()
-    batch_size = settings.PROVENANCE_EMBED_BATCH_SIZE
-    while batch := list(
-        Chunk.objects.filter(markdown=markdown, embedding__isnull=True)
-        .order_by("position")
-        .only("id", "chunk_text")[:batch_size]
-    ):
-        vectors = embedder.embed_documents([c.chunk_text for c in batch])
-        _batch_store(file_id, markdown, batch, vectors)
+    _helpers_request(file_id, markdown)
+    while True:
+        while _batch_embed(file_id, markdown, wait=False):
+            pass
+        # batches other processes hold: wait for them to commit (or roll back)
+        if not _batch_embed(file_id, markdown, wait=True):
+            break
     _publish(file_id, markdown)
     return True
 
 
-@transaction.atomic
-def _batch_store(
-    file_id: str, markdown: DocumentMarkdown, batch: list[Chunk], vectors: list[list[float]]
-) -> None:
-    for chunk, vector in zip(batch, vectors, strict=True):
-        chunk.embedding = vector
-    Chunk.objects.bulk_update(batch, ["embedding"])
+def file_embed_share(*, file_id: str, markdown_id: str) -> int:
+    """Help the owner of a file's embed stage; returns how many batches this embedded.
+
+    Holds no lease and never publishes: it only fills vectors of the draft the
+    owner is embedding, and stops as soon as nothing is left to take.
+    """
+    markdown = DocumentMarkdown.objects.filter(
+        pk=markdown_id, file_id=file_id, published_at__isnull=True
+    ).first()
+    if (
+        markdown is None
+        or not File.objects.filter(pk=file_id, status=FileStatus.EMBEDDING).exists()
+    ):
+        return 0
+    batches = 0
+    while _batch_embed(file_id, markdown, wait=False):
+        batches += 1
+    return batches
+
+
+def _helpers_request(file_id: str, markdown: DocumentMarkdown) -> None:
+    """Queue helpers when the file has enough batches for them to pay off."""
+    helpers = settings.PROVENANCE_EMBED_HELPERS
+    missing = Chunk.objects.filter(markdown=markdown, embedding__isnull=True).count()
+    wanted = min(helpers, missing // settings.PROVENANCE_EMBED_BATCH_SIZE - 1)
+    if wanted > 0:
+        from documents.tasks import embed_file_share
+
+        for _ in range(wanted):
+            embed_file_share.delay(file_id, str(markdown.pk))
+
+
+def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool) -> bool:
+    """Embed one batch of chunks without a vector; False when there was none to take.
+
+    The batch's rows stay locked while the model runs, so other processes skip
+    them (``wait=False``) or wait for this one to finish (``wait=True``).
+    """
+    from retrieval.embedders import default_embedder
+
+    with transaction.atomic():
+        batch = list(
+            Chunk.objects.select_for_update(skip_locked=not wait)
+            .filter(markdown=markdown, embedding__isnull=True)
+            .order_by("position")
+            .only("id", "chunk_text")[: settings.PROVENANCE_EMBED_BATCH_SIZE]
+        )
+        if not batch:
+            return False
+        vectors = default_embedder().embed_documents([c.chunk_text for c in batch])
+        for chunk, vector in zip(batch, vectors, strict=True):
+            chunk.embedding = vector
+        Chunk.objects.bulk_update(batch, ["embedding"])
     done = Chunk.objects.filter(markdown=markdown, embedding__isnull=False).count()
-    File.objects.filter(pk=file_id).update(
+    File.objects.filter(pk=file_id, status=FileStatus.EMBEDDING).update(
         progress_done=done, lease_expires_at=_lease(), updated_at=timezone.now()
     )
+    return True
 
 
 @transaction.atomic

@@ -50,6 +50,18 @@ def embed_file(file_id: str) -> None:
     _run_stage(ingestion.file_embed, file_id)
 
 
+@shared_task(**_OPTIONS)
+def embed_file_share(file_id: str, markdown_id: str) -> None:
+    """A second process's share of one file's embedding; failures only log: the
+    stage's owner embeds whatever a helper leaves."""
+    try:
+        ingestion.file_embed_share(file_id=file_id, markdown_id=markdown_id)
+    except TRANSIENT:
+        raise
+    except Exception:
+        logger.exception("embedding helper crashed on %s", file_id)
+
+
 @shared_task(acks_late=True)
 def resume_stalled_ingestions() -> list[str]:
     return ingestion.ingestion_resume_stalled()

@@ -1,0 +1,148 @@
+"""One file's embedding shared between processes: no chunk embedded twice, none lost.
+
+The helper is played by a second database connection in a thread, holding a
+batch of chunk rows locked as ``file_embed_share`` does while the model runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.db import connection, connections, transaction
+from django.test import override_settings
+from django.utils import timezone
+
+from documents import ingestion
+from documents.models import Chunk, File
+from retrieval.embedders import MiniLmEmbedder
+from tests import factories
+from tests.support import squad
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _file_waiting_for_embedding(corpus) -> File:  # noqa: ANN001
+    """Converted and chunked in one transaction whose lease keeps any worker's hands off."""
+    source = factories.data_source()
+    document = "\n".join(squad.article_markdown(a) for a in squad.load(corpus)[:2]).encode()
+    with transaction.atomic():
+        record = factories.upload(source, "shared.md", document).file
+        ingestion.file_convert(file_id=str(record.pk))
+        ingestion.file_chunk(file_id=str(record.pk))
+        File.objects.filter(pk=record.pk).update(
+            lease_expires_at=timezone.now() + timedelta(hours=1)
+        )
+    record.refresh_from_db()
+    assert record.status == "embedding"
+    return record
+
+
+def _release(record: File) -> None:
+    File.objects.filter(pk=record.pk).update(lease_expires_at=None)
+
+
+def _vectors(record: File) -> dict:
+    return {c.pk: c.embedding for c in Chunk.objects.filter(file=record)}
+
+
+def test_a_helper_embeds_without_publishing_and_the_owner_does_not_redo_it(corpus):
+    record = _file_waiting_for_embedding(corpus)
+    markdown = record.markdowns.get()
+    total = Chunk.objects.filter(file=record).count()
+    assert total > 64
+
+    batches = ingestion.file_embed_share(file_id=str(record.pk), markdown_id=str(markdown.pk))
+    record.refresh_from_db()
+    assert batches == -(-total // 64)
+    assert record.status == "embedding" and record.progress_done == total
+    assert not record.markdowns.filter(is_active=True).exists(), "a helper never publishes"
+    helped = _vectors(record)
+    assert all(v is not None for v in helped.values())
+
+    _release(record)
+    assert ingestion.file_embed(file_id=str(record.pk))
+    record.refresh_from_db()
+    assert record.status == "ready"
+    after = _vectors(record)
+    assert all(np.array_equal(after[pk], helped[pk]) for pk in helped)
+    # a helper arriving after publication finds nothing to do
+    assert ingestion.file_embed_share(file_id=str(record.pk), markdown_id=str(markdown.pk)) == 0
+
+
+def _helper_thread(record: File, *, commit: bool, locked: list, holding: threading.Event,
+                   release: threading.Event) -> threading.Thread:  # fmt: skip
+    """Lock the first batch like a helper; then embed it (fp32, so its vectors are
+    recognisable) and commit, or roll back as a helper killed mid-batch would."""
+
+    def run() -> None:
+        try:
+            with transaction.atomic():
+                batch = list(
+                    Chunk.objects.select_for_update(skip_locked=True)
+                    .filter(file=record, embedding__isnull=True)
+                    .order_by("position")[:64]
+                )
+                locked.extend(c.pk for c in batch)
+                holding.set()
+                release.wait(60)
+                if not commit:
+                    transaction.set_rollback(True)
+                    return
+                vectors = MiniLmEmbedder(precision="fp32").embed_documents(
+                    [c.chunk_text for c in batch]
+                )
+                for chunk, vector in zip(batch, vectors, strict=True):
+                    chunk.embedding = vector
+                Chunk.objects.bulk_update(batch, ["embedding"])
+        finally:
+            connections.close_all()
+
+    return threading.Thread(target=run, daemon=True)
+
+
+def _owner_runs_while_helper_holds_a_batch(record: File, *, commit: bool) -> list:
+    locked: list = []
+    holding, release = threading.Event(), threading.Event()
+    helper = _helper_thread(record, commit=commit, locked=locked, holding=holding, release=release)
+    helper.start()
+    assert holding.wait(30)
+    _release(record)
+    waiting = threading.Timer(2.0, release.set)  # the owner must wait for the helper
+    waiting.start()
+    with override_settings(PROVENANCE_EMBED_HELPERS=0):
+        assert ingestion.file_embed(file_id=str(record.pk))
+    assert release.is_set(), "the owner published before the helper's batch was settled"
+    helper.join(60)
+    return locked
+
+
+def test_the_owner_skips_a_helpers_batch_and_keeps_its_vectors(corpus):
+    record = _file_waiting_for_embedding(corpus)
+    locked = _owner_runs_while_helper_holds_a_batch(record, commit=True)
+    record.refresh_from_db()
+    assert record.status == "ready"
+    fp32 = MiniLmEmbedder(precision="fp32")
+    chunks = {c.pk: c for c in Chunk.objects.filter(file=record)}
+    assert len(locked) == 64 and all(chunks[pk].embedding is not None for pk in chunks)
+    texts = [chunks[pk].chunk_text for pk in locked]
+    expected = fp32.embed_documents(texts)
+    for pk, vector in zip(locked, expected, strict=True):  # the helper's own fp32 vectors
+        assert np.allclose(chunks[pk].embedding, vector, atol=1e-6)
+
+
+def test_a_helper_that_dies_mid_batch_leaves_its_chunks_to_the_owner(corpus):
+    record = _file_waiting_for_embedding(corpus)
+    locked = _owner_runs_while_helper_holds_a_batch(record, commit=False)
+    record.refresh_from_db()
+    assert record.status == "ready"
+    assert len(locked) == 64
+    assert not Chunk.objects.filter(file=record, embedding__isnull=True).exists()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM documents_chunk WHERE file_id = %s AND is_retrievable",
+            [record.pk],
+        )
+        assert cursor.fetchone()[0] == Chunk.objects.filter(file=record).count()
