@@ -9,7 +9,13 @@ Filtering by organization and data sources happens inside the statement, on
 columns of the chunk table itself, so the HNSW scan (iterative, pgvector 0.8)
 never returns another tenant's rows. The lexical side is an OR of the
 question's words over a bounded candidate set, so frequent words cannot make
-ranking scan thousands of long chunks.
+ranking scan thousands of long chunks. Its filters are written
+``(…) IS TRUE`` and ``coalesce(is_retrievable, false)`` so that no b-tree
+(organization, the partial index of retrievable chunks) can serve them: with
+one, the planner walks it testing the tsquery row by row, de-TOASTing each
+tsvector (1-5 ms at 20k chunks); without, the GIN index finds the rows.
+Each branch ranks its own rows, so the UNION deduplicates (id, score) pairs
+instead of sorting tsvectors.
 """
 
 from __future__ import annotations
@@ -38,25 +44,23 @@ WITH semantic AS (
     LIMIT %(k)s
 ), semantic_ranked AS (
     SELECT id, rank() OVER (ORDER BY distance) AS rank FROM semantic
-), lexical_candidates AS (
-    (SELECT c.id, c.search_vector
+), lexical AS (
+    (SELECT c.id, ts_rank_cd(c.search_vector, to_tsquery(%(analyzer)s::regconfig, %(tsquery)s))
+            AS score
      FROM documents_chunk c
      WHERE c.search_vector @@ plainto_tsquery(%(analyzer)s::regconfig, %(question)s)
-       AND c.organization_id = %(organization)s
-       AND c.data_source_id = ANY(%(data_sources)s)
-       AND c.is_retrievable
+       AND (c.organization_id = %(organization)s) IS TRUE
+       AND (c.data_source_id = ANY(%(data_sources)s)) IS TRUE
+       AND coalesce(c.is_retrievable, false)
      LIMIT %(lexical_cap)s)
     UNION
-    (SELECT c.id, c.search_vector
+    (SELECT c.id, ts_rank_cd(c.search_vector, to_tsquery(%(analyzer)s::regconfig, %(tsquery)s))
      FROM documents_chunk c
      WHERE c.search_vector @@ to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)
-       AND c.organization_id = %(organization)s
-       AND c.data_source_id = ANY(%(data_sources)s)
-       AND c.is_retrievable
+       AND (c.organization_id = %(organization)s) IS TRUE
+       AND (c.data_source_id = ANY(%(data_sources)s)) IS TRUE
+       AND coalesce(c.is_retrievable, false)
      LIMIT %(lexical_cap)s)
-), lexical AS (
-    SELECT id, ts_rank_cd(search_vector, to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)) AS score
-    FROM lexical_candidates
 ), lexical_ranked AS (
     SELECT id, score, rank() OVER (ORDER BY score DESC) AS rank
     FROM lexical ORDER BY score DESC, id LIMIT %(k)s
