@@ -51,8 +51,12 @@ SELECT set_config('hnsw.ef_search', %s, true),
 _SQL = """
 WITH rare_words AS (
     -- the OR side matches only on words that are not in thousands of chunks
-    SELECT coalesce(string_agg(quote_literal(word), ' | '), '__no_rare_words__')::tsquery
-           AS query
+    -- each lexeme quoted in tsquery syntax (quote and backslash escaped), so no
+    -- question text can be read as an operator
+    SELECT coalesce(
+        string_agg('''' || replace(replace(word, '\\', '\\\\'), '''', '''''') || '''', ' | '),
+        '__no_rare_words__'
+    )::tsquery AS query
     FROM unnest(tsvector_to_array(to_tsvector(%(analyzer)s::regconfig, %(question)s))) AS word
     WHERE word <> ALL(%(frequent)s::text[])
 ), semantic AS (

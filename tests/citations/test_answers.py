@@ -177,6 +177,21 @@ def test_questions_the_documents_do_not_answer_cite_nothing(library, question):
 
 
 @pytest.mark.parametrize(
+    "question",
+    [
+        "'quoted' :* & | ! ( ) <-> \\\\ \\' !!(a|b)",
+        r"C:\\path\\to\\file.txt o'neil http://x.y/a\\b",
+        "DROP TABLE documents_chunk; -- what is the leave policy?",
+    ],
+)
+def test_question_text_is_never_read_as_search_syntax(library, question):
+    """Full-text operators, quotes and backslashes are words, not tsquery syntax."""
+    execution = query_execute(app=library.handbook, question=question)
+    assert execution.answer
+    assert RetrievalHit.objects.filter(query=execution).exists()
+
+
+@pytest.mark.parametrize(
     ("question", "code"),
     [
         ("", "empty_query"),
