@@ -1093,9 +1093,9 @@ def to_markdown(result: dict[str, Any]) -> str:
             if key.startswith("hnsw_top10_ef_")
         ),
         ("exact top-10 (no index)", result["semantic_only"]["exact_top10"], ""),
-        ("query embedding (torch default threads)", result["query_embedding"], ""),
+        ("query embedding (embed_query: ONNX Runtime, fp32)", result["query_embedding"], ""),
         *(
-            [("query embedding, 1 torch thread", result["query_embedding_1_thread"], "")]
+            [("query embedding, 1 thread", result["query_embedding_1_thread"], "")]
             if "query_embedding_1_thread" in result
             else []
         ),
