@@ -24,8 +24,6 @@ import argparse
 import io
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -96,26 +94,6 @@ def _tokens_per_page(data: bytes) -> float:
     return tokens / conversion.page_count
 
 
-def _worker_start(log: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1")
-    command = [
-        sys.executable, "-m", "celery", "-A", "provenance_site", "worker", "--concurrency", "2",
-        "--without-mingle", "--without-gossip", "-n", "bench-ingest@%h", "-l", "info",
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the worker exited: see {log}")
-        if " ready." in log.read_text():
-            return process
-        time.sleep(0.2)
-    raise RuntimeError(f"the worker did not start: see {log}")
-
-
 def _ingest(source: Any, name: str, data: bytes) -> dict[str, Any]:
     """Upload and wait for ``ready``, noting when each status was first seen."""
     from documents.models import File
@@ -171,9 +149,12 @@ def measure(pages: int) -> dict[str, Any]:
         vector_database=vector_database_default(organization=organization),
     )
     documents = {"two-column paper": paper_pdf(pages), "single-column prose": prose_pdf(pages)}
-    log = ROOT / "var" / "bench" / "ingest-worker.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    worker = _worker_start(log)
+    from tests.support.worker import WorkerProcess  # the tests' real worker, local settings
+
+    worker = WorkerProcess(
+        "bench-ingest", extra_env={"DJANGO_SETTINGS_MODULE": "provenance_site.settings.local"}
+    )
+    worker.start(timeout=120)
     results: dict[str, Any] = {}
     try:
         _ingest(source, "warm-up.md", b"# Warm-up\n\nThe worker's model is loaded.\n")
@@ -189,8 +170,7 @@ def measure(pages: int) -> dict[str, Any]:
                 )
             results[label] = figures
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(30)
+        worker.stop()
     return {
         "documents": results,
         "target_pages_per_s": 20,

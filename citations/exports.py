@@ -129,6 +129,27 @@ def csv_rows(queryset: QuerySet[QueryExecution]) -> Iterator[str]:
             )
 
 
+def quoted_source_record(source: QuotedSource) -> dict:
+    """One quoted source as the JSON export and ``ask --json`` give it."""
+    return {
+        "quoted_as": source.quoted_as,
+        "document": source.document_name,
+        "file_id": str(source.file_id),
+        "revision": source.file_revision,
+        "file_sha256": source.file_sha256,
+        "page_start": source.page_start,
+        "page_end": source.page_end,
+        "line_number_start": source.line_number_start,
+        "line_number_end": source.line_number_end,
+        "section": source.section,
+        "chunk_id": str(source.chunk_id),
+        "chunk_hash": source.chunk_hash,
+        "score": source.score,
+        "retriever_type": source.retriever_type,
+        "text": source.chunk_text,
+    }
+
+
 def record_json(execution: QueryExecution) -> dict:
     return {
         "query_id": str(execution.pk),
@@ -144,26 +165,7 @@ def record_json(execution: QueryExecution) -> dict:
         "embed_model": execution.embed_model,
         "analyzer": execution.analyzer,
         "latency_ms": execution.latency_ms,
-        "quoted_sources": [
-            {
-                "quoted_as": s.quoted_as,
-                "document": s.document_name,
-                "file_id": str(s.file_id),
-                "revision": s.file_revision,
-                "file_sha256": s.file_sha256,
-                "page_start": s.page_start,
-                "page_end": s.page_end,
-                "line_number_start": s.line_number_start,
-                "line_number_end": s.line_number_end,
-                "section": s.section,
-                "chunk_id": str(s.chunk_id),
-                "chunk_hash": s.chunk_hash,
-                "score": s.score,
-                "retriever_type": s.retriever_type,
-                "text": s.chunk_text,
-            }
-            for s in execution.quoted_sources.all()
-        ],
+        "quoted_sources": [quoted_source_record(s) for s in execution.quoted_sources.all()],
         "claims": [
             {
                 "quoted_as": c.quoted_source.quoted_as,

@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from citations.exports import quoted_source_record
 from citations.models import App
 from citations.selectors import claims_of, quoted_sources_of
 from citations.services import QueryRejected, query_execute
@@ -62,22 +63,7 @@ def _as_json(execution, sources) -> dict:  # noqa: ANN001
         "query_id": str(execution.pk),
         "answer": execution.answer,
         "index_hash": execution.index_hash,
-        "sources": [
-            {
-                "quoted_as": s.quoted_as,
-                "document": s.document_name,
-                "file_id": str(s.file_id),
-                "revision": s.file_revision,
-                "page_start": s.page_start,
-                "page_end": s.page_end,
-                "line_number_start": s.line_number_start,
-                "line_number_end": s.line_number_end,
-                "section": s.section,
-                "chunk_id": str(s.chunk_id),
-                "score": s.score,
-            }
-            for s in sources
-        ],
+        "sources": [quoted_source_record(s) for s in sources],
         "claims": [
             {
                 "reply_sentence": c.reply_sentence,
