@@ -32,7 +32,7 @@ from citations.validation import validate_citations
 from documents.models import ApiKey, Chunk
 from retrieval.embedders import default_embedder
 from retrieval.models import VectorDatabase
-from retrieval.search import SearchHit, hybrid_search
+from retrieval.search import HybridSearch, SearchHit
 
 MAX_QUESTION_CHARS = 2000
 
@@ -143,8 +143,16 @@ def _answer(
             f"{embedder.model_id}:{embedder.pooling}; rebuild the index"
         )
     search_text = f"{context}\n{question}".strip() if context else question
+    search = HybridSearch(  # its full-text side runs while the question is embedded
+        organization_id=app.organization_id,
+        data_source_ids=list(app.data_sources.values_list("pk", flat=True)),
+        question=search_text,
+        candidate_k=app.candidate_k,
+        top_k=app.top_k,
+        analyzer=analyzer,
+    )
     vector = embedder.embed_query(search_text)
-    retrieved = _retrieve(app, search_text, vector, analyzer)
+    retrieved = _retrieve(app, search.finish(vector))
     passages = [Passage(i, r.chunk.chunk_text, r.hit.score_norm) for i, r in enumerate(retrieved)]
     generator = generator_for(app)
     claims = generator.generate(question=question, question_vector=vector, passages=passages)
@@ -152,16 +160,8 @@ def _answer(
     _record(execution, retrieved, composition, index_hash, embed_model, analyzer, started)
 
 
-def _retrieve(app: App, text: str, vector: list[float], analyzer: str) -> list[_Retrieved]:
-    hits = hybrid_search(
-        organization_id=app.organization_id,
-        data_source_ids=list(app.data_sources.values_list("pk", flat=True)),
-        question=text,
-        query_vector=vector,
-        candidate_k=app.candidate_k,
-        top_k=app.top_k,
-        analyzer=analyzer,
-    )
+def _retrieve(app: App, hits: list[SearchHit]) -> list[_Retrieved]:
+    """The hits above the app's score threshold, with their chunks and positions."""
     chunks = Chunk.objects.select_related("file", "file__data_source").defer("embedding")
     by_id = chunks.in_bulk([h.chunk_id for h in hits])
     kept, retrieved = 0, []

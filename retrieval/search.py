@@ -1,15 +1,25 @@
-"""Hybrid retrieval in one SQL statement: pgvector cosine search (HNSW) and
-Postgres full-text search, fused by reciprocal rank fusion.
+"""Hybrid retrieval: pgvector cosine search (HNSW) and Postgres full-text search,
+fused by reciprocal rank fusion in SQL.
+
+Three statements on two connections. The full-text candidates are found on a
+helper thread's own connection (:class:`HybridSearch` starts it) while the
+caller embeds the question and runs the HNSW statement, so the slower of the
+two sides is on the critical path rather than their sum; a third statement
+fuses both candidate lists by RRF and joins only the rows that can still reach
+the top. A caller inside a transaction runs all three on its own connection:
+another connection could not see the rows that transaction wrote. Statements
+are prepared on each connection (server-side binding): parsing and planning the
+fused statement with its 3.5 KB vector literal cost ~3 ms per question.
 
 Ranks are SQL ``rank()``: equal distances share a rank, so equal documents get
 equal fused scores and the documented tiebreak (score_norm desc, section asc,
 snippet_id asc) decides their order.
 
-Filtering by organization and data sources happens inside the statement, on
-columns of the chunk table itself, so the HNSW scan (iterative, pgvector 0.8)
-never returns another tenant's rows. The lexical side is an OR of the
-question's words over a bounded candidate set, so frequent words cannot make
-ranking scan thousands of long chunks. Its filters are written
+Filtering by organization and data sources happens inside each candidate
+statement, on columns of the chunk table itself, so the HNSW scan (iterative,
+pgvector 0.8) never returns another tenant's rows. The lexical side is an OR of
+the question's words over a bounded candidate set, so frequent words cannot
+make ranking scan thousands of long chunks. Its filters are written
 ``(…) IS TRUE`` and ``coalesce(is_retrievable, false)`` so that no b-tree
 (organization, the partial index of retrievable chunks) can serve them: with
 one, the planner walks it testing the tsquery row by row, de-TOASTing each
@@ -21,12 +31,17 @@ instead of sorting tsvectors.
 from __future__ import annotations
 
 import re
+import threading
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
-from django.db import connection, transaction
+import psycopg
+from django.conf import settings
+from django.db import connection, connections, transaction
 
 RRF_K = 60
 # full-text candidates: chunks holding every word of the question first, then any word;
@@ -48,7 +63,9 @@ SELECT set_config('hnsw.ef_search', %s, true),
        set_config('gin_fuzzy_search_limit', %s, true)
 """
 
-_SQL = """
+# the full-text candidates: chunks holding every word of the question, then chunks
+# holding any of its rarer words, ranked by ts_rank_cd over all its words
+_LEXICAL_SQL = """
 WITH rare_words AS (
     -- the OR side matches only on words that are not in thousands of chunks
     -- each lexeme quoted in tsquery syntax (quote and backslash escaped), so no
@@ -59,16 +76,6 @@ WITH rare_words AS (
     )::tsquery AS query
     FROM unnest(tsvector_to_array(to_tsvector(%(analyzer)s::regconfig, %(question)s))) AS word
     WHERE word <> ALL(%(frequent)s::text[])
-), semantic AS (
-    SELECT c.id, c.embedding <=> %(vector)s::vector AS distance
-    FROM documents_chunk c
-    WHERE c.organization_id = %(organization)s
-      AND c.data_source_id = ANY(%(data_sources)s)
-      AND c.is_retrievable
-    ORDER BY c.embedding <=> %(vector)s::vector
-    LIMIT %(k)s
-), semantic_ranked AS (
-    SELECT id, rank() OVER (ORDER BY distance) AS rank FROM semantic
 ), lexical AS (
     (SELECT c.id, ts_rank_cd(c.search_vector, to_tsquery(%(analyzer)s::regconfig, %(tsquery)s))
             AS score
@@ -86,17 +93,41 @@ WITH rare_words AS (
        AND (c.data_source_id = ANY(%(data_sources)s)) IS TRUE
        AND coalesce(c.is_retrievable, false)
      LIMIT %(lexical_cap)s)
-), lexical_ranked AS (
+)
+SELECT id, score FROM lexical ORDER BY score DESC, id LIMIT %(k)s
+"""
+
+# the semantic candidates: HNSW, filtered inside the scan (iterative, pgvector 0.8)
+_SEMANTIC_SQL = """
+SELECT c.id, c.embedding <=> %(vector)s::vector AS distance
+FROM documents_chunk c
+WHERE c.organization_id = %(organization)s
+  AND c.data_source_id = ANY(%(data_sources)s)
+  AND c.is_retrievable
+ORDER BY c.embedding <=> %(vector)s::vector
+LIMIT %(k)s
+"""
+
+# reciprocal rank fusion of both candidate lists; only the rows that can still reach
+# the top (ties on the fused score included) are joined to the chunks for the tiebreak
+_FUSE_SQL = """
+WITH semantic AS (
+    SELECT id, distance, rank() OVER (ORDER BY distance) AS rank
+    FROM unnest(%(semantic_ids)s::uuid[], %(semantic_distances)s::float8[]) AS s(id, distance)
+), lexical AS (
     SELECT id, score, rank() OVER (ORDER BY score DESC) AS rank
-    FROM lexical ORDER BY score DESC, id LIMIT %(k)s
+    FROM unnest(%(lexical_ids)s::uuid[], %(lexical_scores)s::float8[]) AS l(id, score)
 ), fused AS (
-    SELECT coalesce(s.id, l.id) AS id, s.rank AS semantic_rank, l.rank AS lexical_rank,
-           l.score AS lexical_score,
+    SELECT coalesce(s.id, l.id) AS id, s.rank AS semantic_rank, s.distance,
+           l.rank AS lexical_rank, l.score AS lexical_score,
            coalesce(1.0 / (%(rrf_k)s + s.rank), 0) + coalesce(1.0 / (%(rrf_k)s + l.rank), 0) AS rrf
-    FROM semantic_ranked s FULL OUTER JOIN lexical_ranked l ON s.id = l.id
+    FROM semantic s FULL OUTER JOIN lexical l ON s.id = l.id
+    ORDER BY rrf DESC
+    FETCH FIRST %(top)s ROWS WITH TIES
 )
 SELECT f.id, f.semantic_rank, f.lexical_rank, f.lexical_score, f.rrf,
-       greatest(0, least(1, 1 - (c.embedding <=> %(vector)s::vector))) AS score_norm,
+       greatest(0, least(1, 1 - coalesce(f.distance, c.embedding <=> %(vector)s::vector)))
+           AS score_norm,
        c.section
 FROM fused f JOIN documents_chunk c ON c.id = f.id
 ORDER BY f.rrf DESC, score_norm DESC, c.section ASC, f.id::text ASC
@@ -177,34 +208,140 @@ def hybrid_search(
     analyzer: str = "english",
 ) -> list[SearchHit]:
     """The top ``top_k`` chunks by RRF over semantic and full-text candidates."""
-    if not data_source_ids:
-        return []
-    params = {
-        "vector": vector_literal(query_vector),
-        "organization": organization_id,
-        "data_sources": list(data_source_ids),
-        "k": candidate_k,
-        "analyzer": analyzer,
-        "tsquery": or_tsquery(question),
-        "question": question[:2000],
-        "lexical_cap": LEXICAL_CANDIDATE_CAP,
-        "frequent": frequent_lexemes(),
-        "rrf_k": RRF_K,
-        "top": top_k,
-    }
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(_SETTINGS, [str(EF_SEARCH), str(GIN_FUZZY_LIMIT)])
-        cursor.execute(_SQL, params)
-        rows = cursor.fetchall()
-    return [
-        SearchHit(
-            chunk_id=row[0],
-            semantic_rank=row[1],
-            lexical_rank=row[2],
-            lexical_score=float(row[3]) if row[3] is not None else None,
-            score_raw=float(row[4]),
-            score_norm=float(row[5]),
-            section=row[6],
-        )
-        for row in rows
-    ]
+    search = HybridSearch(
+        organization_id=organization_id,
+        data_source_ids=data_source_ids,
+        question=question,
+        candidate_k=candidate_k,
+        top_k=top_k,
+        analyzer=analyzer,
+    )
+    return search.finish(query_vector)
+
+
+class HybridSearch:
+    """One hybrid query whose full-text side starts as soon as it is created.
+
+    Create it before embedding the question, then call :meth:`finish` with the
+    vector: the full-text candidates are found meanwhile on a search thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        organization_id: uuid.UUID,
+        data_source_ids: Sequence[uuid.UUID],
+        question: str,
+        candidate_k: int = 40,
+        top_k: int = 8,
+        analyzer: str = "english",
+    ) -> None:
+        self.params: dict[str, Any] = {
+            "organization": organization_id,
+            "data_sources": list(data_source_ids),
+            "k": candidate_k,
+            "analyzer": analyzer,
+            "tsquery": or_tsquery(question),
+            "question": question[:2000],
+            "lexical_cap": LEXICAL_CANDIDATE_CAP,
+            "rrf_k": RRF_K,
+            "top": top_k,
+        }
+        self._lexical: Future[list[tuple[Any, ...]]] | None = None
+        if not self.params["data_sources"]:
+            return
+        self.params["frequent"] = frequent_lexemes()
+        pool = None if connection.in_atomic_block else _search_pool()
+        if pool is None:  # only this connection sees this transaction's rows: search in turn
+            self._lexical = Future()
+            self._lexical.set_result(_rows(_LEXICAL_SQL, self.params))
+        else:
+            self._lexical = pool.submit(_on_search_thread, _LEXICAL_SQL, dict(self.params))
+
+    def finish(self, query_vector: Sequence[float]) -> list[SearchHit]:
+        """Run the semantic side with ``query_vector`` and fuse both sides."""
+        if self._lexical is None:
+            return []
+        params = dict(self.params, vector=vector_literal(query_vector))
+        with transaction.atomic(savepoint=False):
+            semantic = _rows(_SEMANTIC_SQL, params)
+            lexical = self._lexical.result()
+            params.update(
+                semantic_ids=[row[0] for row in semantic],
+                semantic_distances=[row[1] for row in semantic],
+                lexical_ids=[row[0] for row in lexical],
+                lexical_scores=[row[1] for row in lexical],
+            )
+            rows = _rows(_FUSE_SQL, params, configure=False)
+        return [
+            SearchHit(
+                chunk_id=row[0],
+                semantic_rank=row[1],
+                lexical_rank=row[2],
+                lexical_score=float(row[3]) if row[3] is not None else None,
+                score_raw=float(row[4]),
+                score_norm=float(row[5]),
+                section=row[6],
+            )
+            for row in rows
+        ]
+
+
+def _rows(statement: str, params: dict[str, Any], *, configure: bool = True) -> list[tuple]:
+    """``statement``'s rows on this thread's connection, prepared there on first use
+    (in the caller's transaction if there is one: ``set_config(…, true)`` is local to it)."""
+    with transaction.atomic(savepoint=False):
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            if configure:
+                cursor.execute(_SETTINGS, [str(EF_SEARCH), str(GIN_FUZZY_LIMIT)], prepare=True)
+            cursor.execute(statement, params, prepare=True)
+            return cursor.fetchall()
+
+
+# --- search threads ------------------------------------------------------------------
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_connections: list[Any] = []
+
+
+def _search_pool() -> ThreadPoolExecutor | None:
+    """The process's search threads (``PROVENANCE_SEARCH_THREADS``; 0 turns them off)."""
+    global _pool
+    size = settings.PROVENANCE_SEARCH_THREADS
+    if size <= 0:
+        return None
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="search")
+        return _pool
+
+
+def _on_search_thread(statement: str, params: dict[str, Any]) -> list[tuple]:
+    """Run on a search thread, whose connection lives as long as the thread."""
+    wrapper = connections["default"]
+    if not any(known is wrapper for known in _pool_connections):
+        _pool_connections.append(wrapper)
+    wrapper.close_if_unusable_or_obsolete()  # CONN_MAX_AGE and health checks, as per request
+    try:
+        return _rows(statement, params)
+    except Exception:
+        wrapper.close_if_unusable_or_obsolete()
+        raise
+
+
+def search_threads_close() -> None:
+    """Stop the search threads and close their connections (tests, before dropping a DB)."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True)
+    while _pool_connections:
+        wrapper = _pool_connections.pop()
+        wrapper.inc_thread_sharing()
+        try:
+            wrapper.close()
+        finally:
+            wrapper.dec_thread_sharing()

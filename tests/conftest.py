@@ -41,3 +41,12 @@ def wait_for_status(file_id, statuses=("ready", "failed"), timeout: float = 120)
             return record
         time.sleep(0.2)
     raise AssertionError(f"file {file_id} still {record.status} after {timeout}s")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _search_threads_closed(django_db_setup) -> Iterator[None]:  # noqa: ANN001
+    """Search threads keep their connections; close them before the test database goes."""
+    yield
+    from retrieval.search import search_threads_close
+
+    search_threads_close()

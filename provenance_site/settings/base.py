@@ -132,6 +132,9 @@ PROVENANCE_CHUNK_OVERLAP_TOKENS = env_int("PROVENANCE_CHUNK_OVERLAP_TOKENS", 32,
 PROVENANCE_EMBED_BATCH_SIZE = env_int("PROVENANCE_EMBED_BATCH_SIZE", 64, minimum=1)
 # other worker processes asked to share one file's embedding (cores - 1 on one machine)
 PROVENANCE_EMBED_HELPERS = env_int("PROVENANCE_EMBED_HELPERS", 1, minimum=0)
+# threads per process that find full-text candidates on their own connection while the
+# question is embedded (retrieval/search.py); 0 runs every statement on the caller's
+PROVENANCE_SEARCH_THREADS = env_int("PROVENANCE_SEARCH_THREADS", 2, minimum=0)
 PROVENANCE_CONVERT_TIMEOUT_SECONDS = env_int("PROVENANCE_CONVERT_TIMEOUT_SECONDS", 300, minimum=1)
 PROVENANCE_CONVERT_MEMORY_MB = env_int("PROVENANCE_CONVERT_MEMORY_MB", 2048, minimum=64)
 PROVENANCE_INGEST_LEASE_SECONDS = env_int("PROVENANCE_INGEST_LEASE_SECONDS", 600, minimum=1)

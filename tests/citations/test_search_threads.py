@@ -1,0 +1,121 @@
+"""The full-text side of hybrid search runs on a search thread's own connection
+while the caller embeds the question and runs HNSW; the results must be exactly
+those of running every statement in turn on the caller's connection."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+
+import psycopg
+import pytest
+from django.db import connection, transaction
+
+from documents.models import Chunk
+from retrieval import search
+from retrieval.embedders import default_embedder
+
+QUESTIONS = [
+    "Which NFL team represented the AFC at Super Bowl 50?",
+    "What is the paid leave policy for new employees?",
+    "Where did the Normans come from?",
+    "operator syntax & | ! ( ) <-> :* 'quoted' \\ back",
+]
+
+
+def _search(library, question: str, vector: list[float], **extra) -> list[tuple]:  # noqa: ANN001
+    hits = search.hybrid_search(
+        organization_id=library.organization.pk,
+        data_source_ids=list(library.squad.data_sources.values_list("pk", flat=True))
+        + list(library.handbook.data_sources.values_list("pk", flat=True)),
+        question=question,
+        query_vector=vector,
+        candidate_k=40,
+        top_k=10,
+        **extra,
+    )
+    return [dataclasses.astuple(hit) for hit in hits]
+
+
+def _backends() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND backend_type = 'client backend'"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_search_threads_give_the_results_of_the_caller_connection(
+    library, django_db_blocker, settings
+):  # noqa: ANN001
+    """Outside a transaction the lexical side runs on a search thread; in turn
+    (``PROVENANCE_SEARCH_THREADS=0``) every statement runs on the caller's
+    connection. Same hits, same order, same scores, for every question."""
+    embedder = default_embedder()
+    with django_db_blocker.unblock():
+        search.search_threads_close()
+        vectors = {q: embedder.embed_query(q) for q in QUESTIONS}
+        assert not connection.in_atomic_block
+        threaded = {q: _search(library, q, v) for q, v in vectors.items()}
+        assert search._pool_connections, "the lexical side did not run on a search thread"
+        assert all(w is not connection for w in search._pool_connections)
+
+        settings.PROVENANCE_SEARCH_THREADS = 0
+        in_turn = {q: _search(library, q, v) for q, v in vectors.items()}
+        assert threaded == in_turn
+        assert any(hit[-2] for hits in threaded.values() for hit in hits), "no lexical hit"
+        assert any(hit[-3] for hits in threaded.values() for hit in hits), "no semantic hit"
+
+        before = _backends()
+        closed = len(search._pool_connections)
+        search.search_threads_close()
+        assert search._pool_connections == []
+        deadline = time.monotonic() + 5  # a backend leaves pg_stat_activity as it exits
+        while _backends() > before - closed and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _backends() == before - closed
+
+
+def test_a_failing_lexical_side_raises_in_the_caller_and_the_thread_recovers(
+    library, django_db_blocker
+):  # noqa: ANN001
+    question = QUESTIONS[0]
+    vector = default_embedder().embed_query(question)
+    with django_db_blocker.unblock():
+        expected = _search(library, question, vector)
+        with pytest.raises(psycopg.errors.UndefinedObject, match="no_such_analyzer"):
+            _search(library, question, vector, analyzer="no_such_analyzer")
+        assert not connection.in_atomic_block
+        for _ in range(3):  # every search thread is usable again
+            assert _search(library, question, vector) == expected
+        search.search_threads_close()
+
+
+@pytest.mark.django_db
+def test_a_caller_inside_a_transaction_finds_the_rows_it_wrote(library):  # noqa: ANN001
+    """Another connection could not see uncommitted rows, so a caller inside a
+    transaction searches on its own connection."""
+    word = f"zq{uuid.uuid4().hex[:10]}"
+    source = library.squad.data_sources.get()
+    template = Chunk.objects.filter(data_source=source, is_retrievable=True).first()
+    added = Chunk.objects.create(
+        **{
+            field.attname: getattr(template, field.attname)
+            for field in Chunk._meta.concrete_fields
+            if field.attname not in {"id", "position", "chunk_text", "search_vector", "embedding"}
+            and not field.generated
+        },
+        id=uuid.uuid4(),
+        position=10_000,
+        chunk_text=f"The {word} appears in one chunk only.",
+        embedding=[-x for x in template.embedding],  # only the full-text side can find it
+    )
+    assert connection.in_atomic_block
+    vector = list(template.embedding)
+    hits = _search(library, f"Where does {word} appear?", vector)
+    assert added.pk in [hit[0] for hit in hits]
+    assert hits[[hit[0] for hit in hits].index(added.pk)][-2] is not None  # a full-text hit
+    with transaction.atomic():  # a nested block too
+        assert added.pk in [hit[0] for hit in _search(library, word, vector)]
