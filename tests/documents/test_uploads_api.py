@@ -211,3 +211,27 @@ def test_api_keys_are_stored_hashed(tenant):
     row = ApiKey.objects.get()
     assert key not in (row.key_hash, row.prefix)
     assert row.key_hash == hashlib.sha256(key.encode()).hexdigest()
+
+
+def test_last_used_at_is_recorded_without_a_write_per_request(tenant):
+    """Set on first use, then refreshed at most once per LAST_USED_RESOLUTION, so reads
+    are not turned into writes."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from documents.api_keys import LAST_USED_RESOLUTION
+    from documents.models import ApiKey
+
+    _, key = tenant
+    assert ApiKey.objects.get().last_used_at is None
+    assert _client(key).get("/v1/flow/files/not-a-uuid").status_code == 404
+    first = ApiKey.objects.get().last_used_at
+    assert first is not None
+    with CaptureQueriesContext(connection) as queries:
+        assert _client(key).get("/v1/flow/files/not-a-uuid").status_code == 404
+    assert not [q for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    assert ApiKey.objects.get().last_used_at == first
+
+    ApiKey.objects.update(last_used_at=first - LAST_USED_RESOLUTION)
+    assert _client(key).get("/v1/flow/files/not-a-uuid").status_code == 404
+    assert ApiKey.objects.get().last_used_at > first
