@@ -79,3 +79,25 @@ def test_child_never_imports_django(tmp_path):
     )
     assert proc.stdout.strip() == "[]"
     assert '"ok"' in out.read_text()
+
+
+def test_child_converts_a_pdf_without_pymupdfs_layout_model(tmp_path):
+    """pymupdf 2.0 would import its ONNX layout model on ``import pymupdf`` (~0.8 s per
+    sandboxed conversion); the child converts a PDF without it, text unchanged."""
+    pdf = CORPUS / "markitdown/test_files/test.pdf"
+    src, out = tmp_path / "in.pdf", tmp_path / "out.json"
+    src.write_bytes(pdf.read_bytes())
+    code = (
+        "import sys; from documents.converters.sandbox import _child; "
+        f"_child('pdf', {str(src)!r}, {str(out)!r}); "
+        "print(sorted(m for m in sys.modules if m.startswith(('pymupdf.layout', 'onnx'))"
+        " and sys.modules[m] is not None))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == "[]"
+    isolated = convert_isolated(pdf.read_bytes(), "pdf")
+    assert isolated.markdown == converter_for("pdf").convert(pdf.read_bytes()).markdown
+    assert "pymupdf" in sys.modules and sys.modules.get("pymupdf.layout") is None
