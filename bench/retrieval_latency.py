@@ -671,7 +671,7 @@ def table_stats() -> dict[str, Any]:
         cursor.execute(
             "SELECT pg_size_pretty(pg_relation_size('documents_chunk')),"
             " pg_size_pretty(pg_total_relation_size('documents_chunk')),"
-            " pg_size_pretty(pg_relation_size('chunk_embedding_hnsw')),"
+            " pg_size_pretty(pg_relation_size('chunk_embedding_hnsw_half')),"
             " pg_size_pretty(pg_relation_size('chunk_search_gin')),"
             " (SELECT avg(pg_column_size(c.*))::int FROM documents_chunk c),"
             " (SELECT avg(token_count)::int FROM documents_chunk),"
@@ -690,7 +690,15 @@ def table_stats() -> dict[str, Any]:
 
 # --- measuring -----------------------------------------------------------------------
 
+# HNSW (the half-precision index, as search.py orders) or, with index scans off, exact
+# full-precision search; the distance reported is always the full-precision one
 _SEMANTIC_SQL = """
+SELECT c.id, c.embedding <=> %s::vector FROM documents_chunk c
+WHERE c.organization_id = %s AND c.data_source_id = ANY(%s) AND c.is_retrievable
+ORDER BY c.embedding::halfvec(384) <=> %s::halfvec(384)
+LIMIT 10
+"""
+_EXACT_SQL = """
 SELECT c.id, c.embedding <=> %s::vector FROM documents_chunk c
 WHERE c.organization_id = %s AND c.data_source_id = ANY(%s) AND c.is_retrievable
 ORDER BY c.embedding <=> %s::vector
@@ -712,7 +720,8 @@ def semantic_top10(
         else:
             cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
             cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        cursor.execute(_SEMANTIC_SQL, [vector, organization_id, source_ids, vector])
+        statement = _EXACT_SQL if ef_search is None else _SEMANTIC_SQL
+        cursor.execute(statement, [vector, organization_id, source_ids, vector])
         return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
@@ -925,7 +934,7 @@ def _measure_search(
             "semantic_plan": explain(search_module._SEMANTIC_SQL, params, settings),
         }
         exact_plan = explain(
-            _SEMANTIC_SQL,
+            _EXACT_SQL,
             [literals[0], organization.pk, source_ids, literals[0]],
             ["SET LOCAL enable_indexscan = off"],
         )

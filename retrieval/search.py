@@ -97,14 +97,16 @@ WITH rare_words AS (
 SELECT id, score FROM lexical ORDER BY score DESC, id LIMIT %(k)s
 """
 
-# the semantic candidates: HNSW, filtered inside the scan (iterative, pgvector 0.8)
+# the semantic candidates: HNSW over half-precision vectors (the index's expression),
+# filtered inside the scan (iterative, pgvector 0.8); distances reported in full precision.
+# 384 = documents.models.EMBEDDING_DIMENSIONS, as in the index expression
 _SEMANTIC_SQL = """
 SELECT c.id, c.embedding <=> %(vector)s::vector AS distance
 FROM documents_chunk c
 WHERE c.organization_id = %(organization)s
   AND c.data_source_id = ANY(%(data_sources)s)
   AND c.is_retrievable
-ORDER BY c.embedding <=> %(vector)s::vector
+ORDER BY c.embedding::halfvec(384) <=> %(vector)s::halfvec(384)
 LIMIT %(k)s
 """
 
