@@ -97,6 +97,28 @@ def test_query_path_is_the_fp32_model_through_onnx_runtime(
     assert next(tmp_path.iterdir()).stat().st_mtime_ns == stamp
 
 
+def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
+    fp32: MiniLmEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval.onnx_query import query_encoder
+
+    encoders = {}
+    for threads in ("1", "2"):
+        monkeypatch.setenv("PROVENANCE_QUERY_THREADS", threads)
+        encoder = query_encoder(fp32.model_dir, fp32.model.tokenizer)
+        assert encoder.session.get_session_options().intra_op_num_threads == int(threads)
+        encoders[threads] = encoder
+    monkeypatch.delenv("PROVENANCE_QUERY_THREADS")
+    default = query_encoder(fp32.model_dir, fp32.model.tokenizer)
+    assert default.session.get_session_options().intra_op_num_threads == 2
+    question = "Which NFL team represented the AFC at Super Bowl 50?"
+    assert _cos(encoders["1"].encode(question), encoders["2"].encode(question)) > 0.999999
+    for bad in ("0", "-1", "two"):
+        monkeypatch.setenv("PROVENANCE_QUERY_THREADS", bad)
+        with pytest.raises(ValueError, match="PROVENANCE_QUERY_THREADS"):
+            query_encoder(fp32.model_dir, fp32.model.tokenizer)
+
+
 def test_questions_rank_bf16_documents_as_fp32_questions_do(
     fp32: MiniLmEmbedder, fast: MiniLmEmbedder, paragraphs: list[str]
 ) -> None:
