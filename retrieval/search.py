@@ -1,13 +1,14 @@
 """Hybrid retrieval: pgvector cosine search (HNSW) and Postgres full-text search,
 fused by reciprocal rank fusion in SQL.
 
-Three statements on two connections. The full-text candidates are found on a
-helper thread's own connection (:class:`HybridSearch` starts it) while the
-caller embeds the question and runs the HNSW statement, so the slower of the
-two sides is on the critical path rather than their sum; a third statement
-fuses both candidate lists by RRF and joins only the rows that can still reach
-the top. A caller inside a transaction runs all three on its own connection:
-another connection could not see the rows that transaction wrote. Statements
+Two connections. The full-text candidates are found on a search thread's own
+connection (:class:`HybridSearch` starts it) while the caller embeds the
+question; then one statement runs HNSW and fuses both candidate lists by RRF,
+joining only the rows that can still reach the top. If the full-text side is
+still running by then, HNSW runs meanwhile as its own statement and a last one
+fuses, so the slower side, not the sum, is on the critical path. A caller
+inside a transaction runs everything on its own connection: another connection
+could not see the rows that transaction wrote. Statements
 are prepared on each connection (server-side binding): parsing and planning the
 fused statement with its 3.5 KB vector literal cost ~3 ms per question.
 
@@ -112,10 +113,7 @@ LIMIT %(k)s
 
 # reciprocal rank fusion of both candidate lists; only the rows that can still reach
 # the top (ties on the fused score included) are joined to the chunks for the tiebreak
-_FUSE_SQL = """
-WITH semantic AS (
-    SELECT id, distance, rank() OVER (ORDER BY distance) AS rank
-    FROM unnest(%(semantic_ids)s::uuid[], %(semantic_distances)s::float8[]) AS s(id, distance)
+_FUSE_REST = """
 ), lexical AS (
     SELECT id, score, rank() OVER (ORDER BY score DESC) AS rank
     FROM unnest(%(lexical_ids)s::uuid[], %(lexical_scores)s::float8[]) AS l(id, score)
@@ -135,6 +133,18 @@ FROM fused f JOIN documents_chunk c ON c.id = f.id
 ORDER BY f.rrf DESC, score_norm DESC, c.section ASC, f.id::text ASC
 LIMIT %(top)s
 """
+_RANKED_BY_DISTANCE = """
+WITH semantic AS (
+    SELECT id, distance, rank() OVER (ORDER BY distance) AS rank
+    FROM """
+# both candidate lists given (the semantic one was found while the full-text side ran)
+_FUSE_SQL = (
+    _RANKED_BY_DISTANCE
+    + "unnest(%(semantic_ids)s::uuid[], %(semantic_distances)s::float8[]) AS s(id, distance)"
+    + _FUSE_REST
+)
+# the full-text list given, the semantic one found in the same statement: one round trip
+_SEMANTIC_FUSE_SQL = _RANKED_BY_DISTANCE + "(" + _SEMANTIC_SQL + ") AS s" + _FUSE_REST
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -266,15 +276,17 @@ class HybridSearch:
             return []
         params = dict(self.params, vector=vector_literal(query_vector))
         with transaction.atomic(savepoint=False):
-            semantic = _rows(_SEMANTIC_SQL, params)
-            lexical = self._lexical.result()
-            params.update(
-                semantic_ids=[row[0] for row in semantic],
-                semantic_distances=[row[1] for row in semantic],
-                lexical_ids=[row[0] for row in lexical],
-                lexical_scores=[row[1] for row in lexical],
-            )
-            rows = _rows(_FUSE_SQL, params, configure=False)
+            if self._lexical.done():  # usually, once the question is embedded
+                self._lexical_into(params)
+                rows = _rows(_SEMANTIC_FUSE_SQL, params)
+            else:  # HNSW while the full-text side finishes, then fuse
+                semantic = _rows(_SEMANTIC_SQL, params)
+                params.update(
+                    semantic_ids=[row[0] for row in semantic],
+                    semantic_distances=[row[1] for row in semantic],
+                )
+                self._lexical_into(params)
+                rows = _rows(_FUSE_SQL, params, configure=False)
         return [
             SearchHit(
                 chunk_id=row[0],
@@ -287,6 +299,12 @@ class HybridSearch:
             )
             for row in rows
         ]
+
+    def _lexical_into(self, params: dict[str, Any]) -> None:
+        lexical = self._lexical.result() if self._lexical else []
+        params.update(
+            lexical_ids=[row[0] for row in lexical], lexical_scores=[row[1] for row in lexical]
+        )
 
 
 def _rows(statement: str, params: dict[str, Any], *, configure: bool = True) -> list[tuple]:

@@ -38,6 +38,17 @@ def _search(library, question: str, vector: list[float], **extra) -> list[tuple]
     return [dataclasses.astuple(hit) for hit in hits]
 
 
+def _pending(library, question: str) -> search.HybridSearch:  # noqa: ANN001
+    return search.HybridSearch(
+        organization_id=library.organization.pk,
+        data_source_ids=list(library.squad.data_sources.values_list("pk", flat=True))
+        + list(library.handbook.data_sources.values_list("pk", flat=True)),
+        question=question,
+        candidate_k=40,
+        top_k=10,
+    )
+
+
 def _backends() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -61,6 +72,20 @@ def test_search_threads_give_the_results_of_the_caller_connection(
         threaded = {q: _search(library, q, v) for q, v in vectors.items()}
         assert search._pool_connections, "the lexical side did not run on a search thread"
         assert all(w is not connection for w in search._pool_connections)
+
+        # the full-text side still queued when finish() runs: HNSW alone, then fusion
+        pool = search._search_pool()
+        blockers = [pool.submit(time.sleep, 0.5) for _ in range(pool._max_workers)]
+        pending = _pending(library, QUESTIONS[0])
+        assert not pending._lexical.done()
+        two_statements = [dataclasses.astuple(h) for h in pending.finish(vectors[QUESTIONS[0]])]
+        assert all(b.done() for b in blockers)
+        assert two_statements == threaded[QUESTIONS[0]]
+        # the full-text side done first: HNSW and fusion in one statement
+        pending = _pending(library, QUESTIONS[0])
+        pending._lexical.result()
+        one_statement = [dataclasses.astuple(h) for h in pending.finish(vectors[QUESTIONS[0]])]
+        assert one_statement == threaded[QUESTIONS[0]]
 
         settings.PROVENANCE_SEARCH_THREADS = 0
         in_turn = {q: _search(library, q, v) for q, v in vectors.items()}
