@@ -25,11 +25,14 @@ held-out docstring sentences (the first sentence of docstring paragraphs that
 were *not* loaded), so recall covers both neighbourhoods. Query vectors are
 computed once, except where the query embedding is part of what is timed:
 
-- ``hybrid_search`` (the one SQL statement of retrieval/search.py) p50/p95/p99;
+- hybrid search (retrieval/search.py: full-text candidates on a search thread,
+  HNSW and RRF fusion in SQL) with a precomputed vector, p50/p95/p99, with search
+  threads on and off, and the full-text statement alone;
 - recall@10 of the semantic side, overall and per query kind: HNSW top-10 (same
   filters, several ef_search, iterative scan) against exact top-10 (index scans
   disabled);
-- the whole retrieval call: ``default_embedder().embed_query`` + ``hybrid_search``;
+- the whole retrieval call as the query path runs it: ``HybridSearch`` started,
+  ``embed_query``, then ``finish``;
 - ``query_execute`` (embed + retrieve + extractive generation + evidence writes),
   with SQuAD questions;
 - GET get-quoted-sources through ``django.test.Client`` (in process: no HTTP
@@ -736,22 +739,18 @@ def explain(sql: str, params: Any, settings: list[str]) -> list[str]:
 
 
 def hybrid_params(organization_id: Any, source_ids: list[Any], question: str, vector: Any) -> dict:
-    """The parameters hybrid_search passes to its statement (for EXPLAIN only)."""
+    """The parameters of retrieval/search.py's statements, vector included."""
     from retrieval import search
 
-    return {
-        "vector": search.vector_literal(vector),
-        "organization": organization_id,
-        "data_sources": source_ids,
-        "k": 40,
-        "analyzer": "english",
-        "tsquery": search.or_tsquery(question),
-        "question": question[:2000],
-        "lexical_cap": search.LEXICAL_CANDIDATE_CAP,
-        "frequent": search.frequent_lexemes(),
-        "rrf_k": search.RRF_K,
-        "top": 10,
-    }
+    params = search.statement_params(
+        organization_id=organization_id,
+        data_source_ids=source_ids,
+        question=question,
+        candidate_k=40,
+        top_k=10,
+        analyzer="english",
+    )
+    return params | {"vector": search.vector_literal(vector)}
 
 
 def measure(sizes: Sizes) -> dict[str, Any]:
@@ -849,13 +848,7 @@ def _measure_search(
 
     from retrieval import search as search_module
     from retrieval.embedders import default_embedder
-    from retrieval.search import (
-        EF_SEARCH,
-        GIN_FUZZY_LIMIT,
-        HybridSearch,
-        hybrid_search,
-        vector_literal,
-    )
+    from retrieval.search import EF_SEARCH, GIN_FUZZY_LIMIT, HybridSearch, vector_literal
 
     kinds = [kind for kind, _ in queries]
     questions = [text for _, text in queries]
@@ -865,17 +858,19 @@ def _measure_search(
     vectors = [embedder.embed_query(q) for q in questions]  # as the query path does
     source_ids = [source.pk]
 
-    def search(question: str, vector: Any) -> list[Any]:
-        return hybrid_search(
+    def pending(question: str) -> HybridSearch:
+        return HybridSearch(
             organization_id=organization.pk,
             data_source_ids=source_ids,
             question=question,
-            query_vector=vector,
             candidate_k=40,
             top_k=10,
         )
 
-    say(f"hybrid_search x {len(questions)}, search threads on and off (after a warm-up pass)")
+    def search(question: str, vector: Any) -> list[Any]:
+        return pending(question).finish(vector)
+
+    say(f"hybrid search x {len(questions)}, search threads on and off (after a warm-up pass)")
     threads = django_settings.PROVENANCE_SEARCH_THREADS
     for question, vector in zip(questions, vectors, strict=True):
         search(question, vector)
@@ -907,8 +902,8 @@ def _measure_search(
         kinds, samples, lambda v: round(float(np.percentile(v, 95)), 2)
     )
     out["hybrid_sql"]["note"] = (
-        "wall time of hybrid_search() with a precomputed vector: full-text candidates on a "
-        "search thread while HNSW runs on the caller's connection, then the fusion statement"
+        "wall time of HybridSearch(...).finish() with a precomputed vector: full-text "
+        "candidates on a search thread while HNSW runs on the caller's connection, then fusion"
     )
 
     say("HNSW vs exact top-10")
@@ -946,16 +941,10 @@ def _measure_search(
     samples, embed_ms = [], []
     for question in questions:
         t0 = time.perf_counter()
-        pending = HybridSearch(  # as citations/services.py runs it
-            organization_id=organization.pk,
-            data_source_ids=source_ids,
-            question=question,
-            candidate_k=40,
-            top_k=10,
-        )
+        started = pending(question)  # as citations/services.py runs it
         vector = embedder.embed_query(question)
         t1 = time.perf_counter()
-        pending.finish(vector)
+        started.finish(vector)
         samples.append((time.perf_counter() - t0) * 1000)
         embed_ms.append((t1 - t0) * 1000)
     out["retrieval_call"] = percentiles(samples)
@@ -1106,10 +1095,10 @@ def to_markdown(result: dict[str, Any]) -> str:
         return "met" if met.get(name) else "**missed**"
 
     rows = [
-        ("hybrid_search SQL (precomputed vector)", result["hybrid_sql"],
+        ("hybrid search SQL (precomputed vector)", result["hybrid_sql"],
          f"p95 <= 10 ms: {mark('hybrid_sql_p95_ms')}"),
         *(
-            [("hybrid_search SQL, every statement in turn (no search thread)",
+            [("hybrid search SQL, every statement in turn (no search thread)",
               result["hybrid_sql_in_turn"], ""),
              ("full-text candidates statement alone", result["lexical_statement"], "")]
             if "hybrid_sql_in_turn" in result

@@ -132,14 +132,9 @@ def threads_from_env() -> int:
     Two threads embed a question in ~6.5 ms against ~10 ms with one on an idle
     2-core host (p95 13 against 19), and were no slower with both cores busy.
     """
-    raw = os.environ.get("PROVENANCE_QUERY_THREADS", "2").strip() or "2"
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"PROVENANCE_QUERY_THREADS must be a positive integer, not {raw!r}")
-    return value
+    from provenance_site.env import env_int
+
+    return env_int("PROVENANCE_QUERY_THREADS", 2, minimum=1)
 
 
 def query_encoder(model_dir: Path, tokenizer: Any) -> OnnxQueryEncoder:

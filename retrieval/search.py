@@ -209,26 +209,28 @@ def vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
-def hybrid_search(
+def statement_params(
     *,
     organization_id: uuid.UUID,
     data_source_ids: Sequence[uuid.UUID],
     question: str,
-    query_vector: Sequence[float],
-    candidate_k: int = 40,
-    top_k: int = 8,
-    analyzer: str = "english",
-) -> list[SearchHit]:
-    """The top ``top_k`` chunks by RRF over semantic and full-text candidates."""
-    search = HybridSearch(
-        organization_id=organization_id,
-        data_source_ids=data_source_ids,
-        question=question,
-        candidate_k=candidate_k,
-        top_k=top_k,
-        analyzer=analyzer,
-    )
-    return search.finish(query_vector)
+    candidate_k: int,
+    top_k: int,
+    analyzer: str,
+) -> dict[str, Any]:
+    """The parameters of the search statements, all but the question's vector."""
+    return {
+        "organization": organization_id,
+        "data_sources": list(data_source_ids),
+        "k": candidate_k,
+        "analyzer": analyzer,
+        "tsquery": or_tsquery(question),
+        "question": question[:2000],
+        "lexical_cap": LEXICAL_CANDIDATE_CAP,
+        "frequent": frequent_lexemes() if data_source_ids else [],
+        "rrf_k": RRF_K,
+        "top": top_k,
+    }
 
 
 class HybridSearch:
@@ -248,21 +250,17 @@ class HybridSearch:
         top_k: int = 8,
         analyzer: str = "english",
     ) -> None:
-        self.params: dict[str, Any] = {
-            "organization": organization_id,
-            "data_sources": list(data_source_ids),
-            "k": candidate_k,
-            "analyzer": analyzer,
-            "tsquery": or_tsquery(question),
-            "question": question[:2000],
-            "lexical_cap": LEXICAL_CANDIDATE_CAP,
-            "rrf_k": RRF_K,
-            "top": top_k,
-        }
+        self.params = statement_params(
+            organization_id=organization_id,
+            data_source_ids=data_source_ids,
+            question=question,
+            candidate_k=candidate_k,
+            top_k=top_k,
+            analyzer=analyzer,
+        )
         self._lexical: Future[list[tuple[Any, ...]]] | None = None
         if not self.params["data_sources"]:
             return
-        self.params["frequent"] = frequent_lexemes()
         pool = None if connection.in_atomic_block else _search_pool()
         if pool is None:  # only this connection sees this transaction's rows: search in turn
             self._lexical = Future()
@@ -301,7 +299,7 @@ class HybridSearch:
         ]
 
     def _lexical_into(self, params: dict[str, Any]) -> None:
-        lexical = self._lexical.result() if self._lexical else []
+        lexical = self._lexical.result()
         params.update(
             lexical_ids=[row[0] for row in lexical], lexical_scores=[row[1] for row in lexical]
         )

@@ -24,21 +24,7 @@ QUESTIONS = [
 ]
 
 
-def _search(library, question: str, vector: list[float], **extra) -> list[tuple]:  # noqa: ANN001
-    hits = search.hybrid_search(
-        organization_id=library.organization.pk,
-        data_source_ids=list(library.squad.data_sources.values_list("pk", flat=True))
-        + list(library.handbook.data_sources.values_list("pk", flat=True)),
-        question=question,
-        query_vector=vector,
-        candidate_k=40,
-        top_k=10,
-        **extra,
-    )
-    return [dataclasses.astuple(hit) for hit in hits]
-
-
-def _pending(library, question: str) -> search.HybridSearch:  # noqa: ANN001
+def _pending(library, question: str, **extra) -> search.HybridSearch:  # noqa: ANN001
     return search.HybridSearch(
         organization_id=library.organization.pk,
         data_source_ids=list(library.squad.data_sources.values_list("pk", flat=True))
@@ -46,7 +32,13 @@ def _pending(library, question: str) -> search.HybridSearch:  # noqa: ANN001
         question=question,
         candidate_k=40,
         top_k=10,
+        **extra,
     )
+
+
+def _search(library, question: str, vector: list[float], **extra) -> list[tuple]:  # noqa: ANN001
+    hits = _pending(library, question, **extra).finish(vector)
+    return [dataclasses.astuple(hit) for hit in hits]
 
 
 def _backends() -> int:

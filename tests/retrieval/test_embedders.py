@@ -100,6 +100,8 @@ def test_query_path_is_the_fp32_model_through_onnx_runtime(
 def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
     fp32: MiniLmEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
     from retrieval.onnx_query import query_encoder
 
     encoders = {}
@@ -115,7 +117,7 @@ def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
     assert _cos(encoders["1"].encode(question), encoders["2"].encode(question)) > 0.999999
     for bad in ("0", "-1", "two"):
         monkeypatch.setenv("PROVENANCE_QUERY_THREADS", bad)
-        with pytest.raises(ValueError, match="PROVENANCE_QUERY_THREADS"):
+        with pytest.raises(ImproperlyConfigured, match="PROVENANCE_QUERY_THREADS"):
             query_encoder(fp32.model_dir, fp32.model.tokenizer)
 
 
