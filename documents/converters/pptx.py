@@ -1,9 +1,14 @@
-"""PPTX to Markdown: one ``# Slide n: title`` section per slide, notes included.
+"""PPTX to Markdown: one ``# Slide n: title`` section per slide, notes and
+reviewer comments included.
 
 Shapes are read top-to-bottom, left-to-right (groups recursed), tables become
 Markdown tables, charts contribute their title and categories/values, and
-pictures their alt text. Every line of a slide's section carries the slide
-number as its page. A broken shape is skipped, never fatal.
+pictures their alt text. Paragraphs of a text frame stay separate Markdown
+paragraphs; bulleted ones (their own bullet, or the one a content placeholder
+inherits from the slide master) become list items. A line break inside a
+paragraph (``<a:br/>``) reads as a space. Speaker notes go under ``### Notes``,
+reviewer comments under ``### Comments``. Every line of a slide's section
+carries the slide number as its page. A broken shape is skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ from documents.converters._mdbuild import (
     escape_line_start,
     table_lines,
 )
+from documents.converters._pptx_comments import comment_authors, slide_comments
 from documents.converters.base import Conversion, ConversionError
 from documents.converters.zipguard import check_zip
 
 log = logging.getLogger(__name__)
 _TITLES = (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VERTICAL_TITLE)
+# content placeholders: their paragraphs inherit the master's bullets unless told otherwise
+_BULLETED = (PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT, PP_PLACEHOLDER.VERTICAL_BODY)
 
 
 def _is_title(shape: object) -> bool:
@@ -42,19 +50,71 @@ def _position(shape: object) -> tuple[int, int]:
         return (0, 0)
 
 
-def _text_frame(md: MarkdownBuilder, frame: object, slide_no: int) -> None:
+def _plain(text: str) -> str:
+    """python-pptx reads a line break (``<a:br/>``) as a vertical tab: a space here."""
+    return clean_inline(text.replace("\v", " "))
+
+
+def _bullet_of(element: object) -> bool | None:
+    """True for ``a:buChar``/``a:buAutoNum``, False for ``a:buNone``, None if not set."""
+    if element is None:
+        return None
+    for child in element:
+        if not isinstance(child.tag, str):
+            continue
+        if child.tag.endswith(("}buChar", "}buAutoNum")):
+            return True
+        if child.tag.endswith("}buNone"):
+            return False
+    return None
+
+
+def _inherits_bullets(shape: object) -> bool:
+    """A content placeholder whose layout does not turn the master's bullets off."""
+    try:
+        if not shape.is_placeholder or shape.placeholder_format.type not in _BULLETED:
+            return False
+        layout = shape.part.slide.slide_layout.placeholders.get(shape.placeholder_format.idx)
+        if layout is not None:
+            for level in layout._element.iter():
+                if isinstance(level.tag, str) and level.tag.endswith("}lvl1pPr"):
+                    return _bullet_of(level) is not False
+        return True
+    except Exception:  # an unusual placeholder: its paragraphs stay plain
+        return False
+
+
+def _text_frame(
+    md: MarkdownBuilder, frame: object, slide_no: int, *, bulleted: bool = False
+) -> None:
+    previous_was_item = False
     for paragraph in frame.paragraphs:
-        text = clean_inline("".join(run.text for run in paragraph.runs) or paragraph.text)
+        text = _plain(paragraph.text)
         if not text:
             continue
         level = paragraph.level or 0
-        has_bullet = paragraph._p.pPr is not None and any(
-            child.tag.endswith(("}buChar", "}buAutoNum")) for child in paragraph._p.pPr
-        )
-        md.line(
-            ("  " * level + "- " + text) if has_bullet or level else escape_line_start(text),
-            slide_no,
-        )
+        own = _bullet_of(paragraph._p.pPr)
+        is_item = own if own is not None else (bulleted or level > 0)
+        if is_item:
+            if not previous_was_item:
+                md.blank(slide_no)
+            md.line("  " * level + "- " + text, slide_no)
+        else:
+            md.blank(slide_no)  # separate paragraphs, as on the slide
+            md.line(escape_line_start(text), slide_no)
+        previous_was_item = is_item
+    md.blank(slide_no)
+
+
+def _comments(md: MarkdownBuilder, comments: list, slide_no: int) -> None:
+    md.heading(3, "Comments", slide_no)
+    for comment in comments:
+        text = clean_inline(comment.text)
+        if not text:
+            continue
+        who = clean_inline(comment.author) + (f", {comment.when}" if comment.when else "")
+        prefix = "  - Reply by " if comment.is_reply else "- "
+        md.line(f"{prefix}{who}: {text}", slide_no)
     md.blank(slide_no)
 
 
@@ -120,7 +180,7 @@ def _shapes(md: MarkdownBuilder, shapes: object, slide_no: int, skip: object = N
             ):
                 _picture(md, shape, slide_no)
             elif shape.has_text_frame:
-                _text_frame(md, shape.text_frame, slide_no)
+                _text_frame(md, shape.text_frame, slide_no, bulleted=_inherits_bullets(shape))
         except Exception:  # one malformed shape must not lose the slide
             log.debug("skipped unreadable shape on slide %s", slide_no, exc_info=True)
 
@@ -129,7 +189,7 @@ class PptxConverter:
     """PPTX to Markdown; hostile archives are refused by ``zipguard`` before parsing."""
 
     name = "pptx-markdown"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: paragraphs, inherited bullets, line breaks, comments
 
     def convert(self, data: bytes) -> Conversion:
         check_zip(data)
@@ -139,10 +199,15 @@ class PptxConverter:
         except Exception as exc:
             raise ConversionError(f"could not read this PPTX: {exc}") from exc
         md = MarkdownBuilder()
-        notes = 0
+        notes = commented = 0
+        try:
+            authors = comment_authors(prs.part)
+        except Exception:  # an unreadable author list only loses the names
+            log.debug("comment authors unreadable", exc_info=True)
+            authors = {}
         for number, slide in enumerate(slides, start=1):
             title_shape = next((s for s in slide.shapes if _is_title(s)), None)
-            title = clean_inline(title_shape.text_frame.text) if title_shape is not None else ""
+            title = _plain(title_shape.text_frame.text) if title_shape is not None else ""
             md.heading(1, f"Slide {number}: {title}" if title else f"Slide {number}", number)
             _shapes(md, slide.shapes, number, skip=title_shape if title else None)
             try:
@@ -153,8 +218,20 @@ class PptxConverter:
                 notes += 1
                 md.heading(3, "Notes", number)
                 _text_frame(md, frame, number)
+            try:
+                comments = slide_comments(slide.part, authors)
+            except Exception:  # an unreadable comments part must not lose the slide
+                log.debug("comments unreadable on slide %s", number, exc_info=True)
+                comments = []
+            if any(clean_inline(c.text) for c in comments):
+                commented += 1
+                _comments(md, comments, number)
         markdown, line_pages, _spans = md.build(paged=True)
-        meta: dict[str, object] = {"slides": len(slides), "slides_with_notes": notes}
+        meta: dict[str, object] = {
+            "slides": len(slides),
+            "slides_with_notes": notes,
+            "slides_with_comments": commented,
+        }
         try:
             core = prs.core_properties
             meta.update({k: v for k, v in (("title", core.title), ("author", core.author)) if v})

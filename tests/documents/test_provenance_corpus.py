@@ -289,13 +289,38 @@ def _pptx_slide_texts(data: bytes) -> list[list[str]]:
             with contextlib.suppress(Exception):  # not a picture / no image part
                 out.append(shape.image.ext)
 
+    archive = zipfile.ZipFile(io.BytesIO(data))
     for slide in prs.slides:
-        texts = ["Slide", "Notes", "Chart"]  # the converter's own section labels
+        texts = ["Slide", "Notes", "Chart", "Comments", "Reply", "by"]  # the converter's labels
         walk(slide.shapes, texts)
         if slide.has_notes_slide:
             walk(slide.notes_slide.shapes, texts)
+        texts += _pptx_comment_texts(archive, str(slide.part.partname).lstrip("/"))
         slides.append(texts)
     return slides
+
+
+def _pptx_comment_texts(archive: zipfile.ZipFile, slide_name: str) -> list[str]:
+    """Author names, initials, dates and texts of a slide's reviewer comments, read
+    from the package's XML with the standard library (python-pptx has no comments)."""
+    import posixpath
+    import xml.etree.ElementTree as ET
+
+    folder, name = posixpath.split(slide_name)
+    rels_name = f"{folder}/_rels/{name}.rels"
+    if rels_name not in archive.namelist():
+        return []
+    out: list[str] = []
+    for author_list in ("ppt/commentAuthors.xml", "ppt/authors.xml"):
+        if author_list in archive.namelist():
+            for element in ET.fromstring(archive.read(author_list)).iter():
+                out += [element.get("name") or "", element.get("initials") or ""]
+    for rel in ET.fromstring(archive.read(rels_name)):
+        if rel.get("Type", "").endswith("/comments"):
+            target = posixpath.normpath(posixpath.join(folder, rel.get("Target", "")))
+            for element in ET.fromstring(archive.read(target)).iter():
+                out += [element.text or "", element.get("dt") or "", element.get("created") or ""]
+    return out
 
 
 def _document_texts(kind: str, data: bytes) -> list[str]:
