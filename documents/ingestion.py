@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 import uuid
 from datetime import timedelta
 
@@ -284,10 +285,19 @@ def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool) -> boo
         )
         if not batch:
             return False
+        started = time.perf_counter()
         vectors = default_embedder().embed_documents([c.chunk_text for c in batch])
+        embedded = time.perf_counter()
         for chunk, vector in zip(batch, vectors, strict=True):
             chunk.embedding = vector
         Chunk.objects.bulk_update(batch, ["embedding"])
+    logger.info(
+        "embedded %d chunks of %s: model %.3f s, write %.3f s",
+        len(batch),
+        file_id,
+        embedded - started,
+        time.perf_counter() - embedded,
+    )
     done = Chunk.objects.filter(markdown=markdown, embedding__isnull=False).count()
     File.objects.filter(pk=file_id, status=FileStatus.EMBEDDING).update(
         progress_done=done, lease_expires_at=_lease(), updated_at=timezone.now()

@@ -27,6 +27,7 @@ NUMBERED = re.compile(r"^\s*(\d{1,3}[.)]|\(\d{1,2}\)|\(?[a-zA-Z][.)]|\.\d{1,3})\
 MARKER_ONLY = re.compile(
     r"^\s*([\u2022\u25e6\u25aa\u25cf\u2023\u2043\u25a0\u25a1\u2219\u00b7\u2013*-]|\(?\d{1,3}[.)]|\.\d{1,3}|\(?[a-zA-Z][.)])\s*$"
 )
+ARABIC = re.compile("[\u0600-\u06ff\u0750-\u077f]")
 PAGE_NUMBER = re.compile(r"^\W*(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
 
 
@@ -92,9 +93,61 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     )
 
 
+def _glyph_order_fixed(chars: list[dict]) -> str:
+    """A span's text with each ligature's letters in logical order.
+
+    MuPDF expands an Arabic lam-alef ligature into a lam carrying the glyph's box
+    and a zero-width alef at the glyph's right edge, then orders right-to-left
+    text by position, so the alef comes first: "اإل" where the page shows "الإ".
+    A zero-width letter directly followed by the letter whose box ends where it
+    stands is one glyph: the two are swapped back.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(chars):
+        char = chars[i]
+        following = chars[i + 1] if i + 1 < len(chars) else None
+        x0, x1 = char["bbox"][0], char["bbox"][2]
+        if (
+            following is not None
+            and x1 - x0 < 0.01
+            and abs(following["bbox"][2] - x0) < 0.5
+            and ARABIC.match(char["c"])
+            and ARABIC.match(following["c"])
+        ):
+            out += [following["c"], char["c"]]
+            i += 2
+            continue
+        out.append(char["c"])
+        i += 1
+    return "".join(out)
+
+
+def _right_to_left_fixed(page: pymupdf.Page, data: dict) -> None:
+    """Span texts of a page with Arabic rebuilt from its glyphs (see ``_glyph_order_fixed``);
+    other pages skip the slower per-glyph extraction."""
+    if not any(
+        ARABIC.search(span["text"])
+        for block in data["blocks"]
+        if block["type"] == 0
+        for line in block["lines"]
+        for span in line["spans"]
+    ):
+        return
+    glyphs = page.get_text("rawdict", flags=TEXT_FLAGS)
+    for block, raw_block in zip(data["blocks"], glyphs["blocks"], strict=False):
+        if block["type"] != 0 or raw_block["type"] != 0:
+            continue
+        for line, raw_line in zip(block["lines"], raw_block["lines"], strict=False):
+            for span, raw_span in zip(line["spans"], raw_line["spans"], strict=False):
+                if ARABIC.search(span["text"]) and len(raw_span["chars"]) == len(span["text"]):
+                    span["text"] = _glyph_order_fixed(raw_span["chars"])
+
+
 def extract_page(page: pymupdf.Page) -> tuple[list[Block], int]:
     """Text blocks of a page (lines merged per baseline) and the count of hidden lines dropped."""
     data = page.get_text("dict", flags=TEXT_FLAGS)
+    _right_to_left_fixed(page, data)
     has_images = any(b["type"] == 1 for b in data["blocks"]) or bool(page.get_images())
     blocks: list[Block] = []
     hidden = 0

@@ -328,7 +328,7 @@ class PdfConverter:
     """PDF to Markdown; raises ``ConversionError`` for encrypted, empty or broken files."""
 
     name = "pymupdf-markdown"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: Arabic lam-alef ligatures in logical order
 
     def convert(self, data: bytes) -> Conversion:
         doc = _open(data)

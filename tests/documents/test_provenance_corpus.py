@@ -131,18 +131,28 @@ def words_of(text: str) -> list[str]:
     return [w for w in _normalise(text).split() if len(w) >= 3]
 
 
+_ARABIC = re.compile("[\u0600-\u06ff]")
+
+
 class _Haystack:
     """Words read from the source; a word also counts when it is a contiguous run of
     the source text with separators removed (words the converter de-hyphenated
-    across a line end, or glued in right-to-left text)."""
+    across a line end, or glued in right-to-left text), or, for Arabic, when it has
+    a source word's letters (MuPDF puts a lam-alef ligature's letters in visual
+    order, the converter in logical order)."""
 
     def __init__(self, texts: list[str]) -> None:
         normalised = [_normalise(t) for t in texts]
         self.words = {w for t in normalised for w in t.split()}
         self.joined = "".join("".join(t.split()) for t in normalised)
+        self.arabic_letters = {"".join(sorted(w)) for w in self.words if _ARABIC.search(w)}
 
     def __contains__(self, word: str) -> bool:
-        return word in self.words or word in self.joined
+        return (
+            word in self.words
+            or word in self.joined
+            or (bool(_ARABIC.search(word)) and "".join(sorted(word)) in self.arabic_letters)
+        )
 
 
 # --- invariant 1 and 3, recomputed independently -----------------------------------------
