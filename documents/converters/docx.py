@@ -43,6 +43,12 @@ def _attr(el: etree._Element | None, name: str) -> str | None:
     return None
 
 
+def _grid_count(props: etree._Element | None, name: str, *, default: int) -> int:
+    """A row's or cell's ``gridBefore``/``gridSpan`` (grid columns), bounded for hostile files."""
+    value = _attr(_child(props, name), "val") if props is not None else None
+    return int(value) if value and value.isdigit() and 1 <= int(value) < 64 else default
+
+
 def _child(el: etree._Element, name: str) -> etree._Element | None:
     for c in el:
         if _local(c) == name:
@@ -151,10 +157,16 @@ class _Walker:
             self.container(box)
 
     def table(self, tbl: etree._Element) -> None:
+        """A Markdown table; a merged cell's text fills every grid cell it covers
+        (Markdown has no spans), so each row reads whole on its own."""
         rows: list[list[str]] = []
         start_page = self.page
+        above: dict[int, str] = {}  # grid column -> text of the cell last seen there
         for tr in (c for c in tbl if _local(c) == "tr"):
-            cells = []
+            # a row starting late leaves its first grid columns empty
+            cells = [""] * _grid_count(_child(tr, "trPr"), "gridBefore", default=0)
+            for column in range(len(cells)):
+                above[column] = ""
             for tc in (c for c in tr if _local(c) in ("tc", "sdt")):
                 texts: list[str] = []
                 for p in tc.iter():
@@ -162,12 +174,15 @@ class _Walker:
                         para = _Para()
                         self._collect(p, para)
                         texts.extend(t for _pg, t in para.segments)
-                cells.append(clean_inline(" ".join(texts)))
+                text = clean_inline(" ".join(texts))
                 props = _child(tc, "tcPr")
-                span = _attr(_child(props, "gridSpan"), "val") if props is not None else None
-                cells.extend(
-                    [""] * (int(span) - 1 if span and span.isdigit() and int(span) < 64 else 0)
-                )
+                width = _grid_count(props, "gridSpan", default=1)
+                merge = _child(props, "vMerge") if props is not None else None
+                if merge is not None and _attr(merge, "val") != "restart" and not text:
+                    text = above.get(len(cells), "")  # continues the cell above
+                for column in range(len(cells), len(cells) + width):
+                    above[column] = text
+                cells.extend([text] * width)
             if cells:
                 rows.append(cells)
         lines = table_lines(rows)
@@ -236,7 +251,7 @@ class DocxConverter:
     """DOCX to Markdown; hostile archives are refused by ``zipguard`` before parsing."""
 
     name = "docx-markdown"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: merged cells' text in every grid cell they cover
 
     def convert(self, data: bytes) -> Conversion:
         check_zip(data)
