@@ -292,7 +292,7 @@ def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool) -> boo
             chunk.embedding = vector
         Chunk.objects.bulk_update(batch, ["embedding"])
     logger.info(
-        "embedded %d chunks of %s: model %.3f s, write %.3f s",
+        "embedded %d chunks of %s: model %.3f s, write and commit %.3f s",
         len(batch),
         file_id,
         embedded - started,

@@ -27,7 +27,9 @@ NUMBERED = re.compile(r"^\s*(\d{1,3}[.)]|\(\d{1,2}\)|\(?[a-zA-Z][.)]|\.\d{1,3})\
 MARKER_ONLY = re.compile(
     r"^\s*([\u2022\u25e6\u25aa\u25cf\u2023\u2043\u25a0\u25a1\u2219\u00b7\u2013*-]|\(?\d{1,3}[.)]|\.\d{1,3}|\(?[a-zA-Z][.)])\s*$"
 )
-ARABIC = re.compile("[\u0600-\u06ff\u0750-\u077f]")
+LAM = "\u0644"
+ALEFS = frozenset("\u0622\u0623\u0625\u0627\u0671")  # alef, with madda/hamza/wasla
+LAM_ALEF_VISUAL = re.compile("[\u0622\u0623\u0625\u0627\u0671]\u0644")
 PAGE_NUMBER = re.compile(r"^\W*(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
 
 
@@ -93,14 +95,15 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     )
 
 
-def _glyph_order_fixed(chars: list[dict]) -> str:
-    """A span's text with each ligature's letters in logical order.
+def _lam_alef_ordered(chars: list[dict]) -> str:
+    """A span's text with each lam-alef ligature's letters in logical order.
 
-    MuPDF expands an Arabic lam-alef ligature into a lam carrying the glyph's box
-    and a zero-width alef at the glyph's right edge, then orders right-to-left
-    text by position, so the alef comes first: "اإل" where the page shows "الإ".
-    A zero-width letter directly followed by the letter whose box ends where it
-    stands is one glyph: the two are swapped back.
+    MuPDF expands the ligature into a lam carrying the glyph's box and a
+    zero-width alef at the glyph's right edge, then orders right-to-left text by
+    position, so the alef comes first: "اإل" where the page shows "الإ". Only
+    that pair is swapped back: a zero-width alef directly followed by a lam, with
+    a real width, whose box ends where the alef stands. Other zero-width marks
+    (vowel signs, glyphs that carry a whole word) keep their order.
     """
     out: list[str] = []
     i = 0
@@ -110,12 +113,13 @@ def _glyph_order_fixed(chars: list[dict]) -> str:
         x0, x1 = char["bbox"][0], char["bbox"][2]
         if (
             following is not None
+            and char["c"] in ALEFS
+            and following["c"] == LAM
             and x1 - x0 < 0.01
+            and following["bbox"][2] - following["bbox"][0] > 0.5
             and abs(following["bbox"][2] - x0) < 0.5
-            and ARABIC.match(char["c"])
-            and ARABIC.match(following["c"])
         ):
-            out += [following["c"], char["c"]]
+            out += [LAM, char["c"]]
             i += 2
             continue
         out.append(char["c"])
@@ -123,11 +127,12 @@ def _glyph_order_fixed(chars: list[dict]) -> str:
     return "".join(out)
 
 
-def _right_to_left_fixed(page: pymupdf.Page, data: dict) -> None:
-    """Span texts of a page with Arabic rebuilt from its glyphs (see ``_glyph_order_fixed``);
-    other pages skip the slower per-glyph extraction."""
+def _lam_alef_fix(page: pymupdf.Page, data: dict) -> None:
+    """Rewrite, in ``data`` (the page's ``dict`` text), the spans holding a lam-alef
+    ligature from their glyphs (see ``_lam_alef_ordered``); pages without the
+    pattern skip the slower glyph-level extraction."""
     if not any(
-        ARABIC.search(span["text"])
+        LAM_ALEF_VISUAL.search(span["text"])
         for block in data["blocks"]
         if block["type"] == 0
         for line in block["lines"]
@@ -140,14 +145,16 @@ def _right_to_left_fixed(page: pymupdf.Page, data: dict) -> None:
             continue
         for line, raw_line in zip(block["lines"], raw_block["lines"], strict=False):
             for span, raw_span in zip(line["spans"], raw_line["spans"], strict=False):
-                if ARABIC.search(span["text"]) and len(raw_span["chars"]) == len(span["text"]):
-                    span["text"] = _glyph_order_fixed(raw_span["chars"])
+                if LAM_ALEF_VISUAL.search(span["text"]) and len(raw_span["chars"]) == len(
+                    span["text"]
+                ):
+                    span["text"] = _lam_alef_ordered(raw_span["chars"])
 
 
 def extract_page(page: pymupdf.Page) -> tuple[list[Block], int]:
     """Text blocks of a page (lines merged per baseline) and the count of hidden lines dropped."""
     data = page.get_text("dict", flags=TEXT_FLAGS)
-    _right_to_left_fixed(page, data)
+    _lam_alef_fix(page, data)
     has_images = any(b["type"] == 1 for b in data["blocks"]) or bool(page.get_images())
     blocks: list[Block] = []
     hidden = 0

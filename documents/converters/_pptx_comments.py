@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from documents.converters.zipguard import declarations_refuse
+
 _COMMENTS = (
     "http://schemas.openxmlformats.org/officeDocument/2006/relationships/comments",
     "http://schemas.microsoft.com/office/2018/10/relationships/comments",
@@ -41,11 +43,24 @@ def _children(element: etree._Element, name: str) -> list[etree._Element]:
     return [child for child in element if _local(child) == name]
 
 
-def _related_blobs(part: object, reltypes: tuple[str, ...]) -> list[bytes]:
+def _related_blobs(
+    part: object, reltypes: tuple[str, ...], seen: set[str] | None = None
+) -> list[bytes]:
+    """The related parts' bytes, each part once per ``seen`` (several slides may point
+    at one comments part); a part declaring a DTD refuses the file, as ``zipguard``
+    does for the parts it can recognise by name."""
     blobs = []
     for rel in part.rels.values():
-        if rel.reltype in reltypes and not rel.is_external:
-            blobs.append(rel.target_part.blob)
+        if rel.reltype not in reltypes or rel.is_external:
+            continue
+        name = str(rel.target_part.partname)
+        if seen is not None:
+            if name in seen:
+                continue
+            seen.add(name)
+        blob = rel.target_part.blob
+        declarations_refuse(blob, name.lstrip("/"))
+        blobs.append(blob)
     return blobs
 
 
@@ -61,7 +76,8 @@ def comment_authors(presentation_part: object) -> dict[str, str]:
 
 
 def _text(comment: etree._Element) -> str:
-    """A legacy ``<p:text>`` or the paragraphs of a modern ``<p188:txBody>``."""
+    """A legacy ``<p:text>`` or the paragraphs of a modern ``<p188:txBody>``
+    (line breaks read as spaces)."""
     legacy = _children(comment, "text")
     if legacy:
         return legacy[0].text or ""
@@ -69,28 +85,34 @@ def _text(comment: etree._Element) -> str:
     for body in _children(comment, "txBody"):
         for paragraph in body.iter():
             if _local(paragraph) == "p":
-                paragraphs.append(
-                    "".join(t.text or "" for t in paragraph.iter() if _local(t) == "t")
-                )
+                pieces = [
+                    (element.text or "") if _local(element) == "t" else " "
+                    for element in paragraph.iter()
+                    if _local(element) in ("t", "br")
+                ]
+                paragraphs.append("".join(pieces))
     return " ".join(paragraphs)
 
 
-def slide_comments(slide_part: object, authors: dict[str, str]) -> list[SlideComment]:
-    """The slide's comments in stored order; a modern comment's replies follow it."""
+def slide_comments(
+    slide_part: object, authors: dict[str, str], seen: set[str]
+) -> list[SlideComment]:
+    """The slide's comments in stored order; a modern comment's replies follow it.
+    Comments parts already in ``seen`` (read for an earlier slide) are skipped."""
     found: list[SlideComment] = []
 
     def record(element: etree._Element, *, is_reply: bool) -> None:
         author_id = element.get("authorId") or ""
         found.append(
             SlideComment(
-                author=authors.get(author_id, author_id or "unknown author"),
+                author=authors.get(author_id, "unknown author"),
                 when=element.get("dt") or element.get("created") or "",
                 text=_text(element),
                 is_reply=is_reply,
             )
         )
 
-    for blob in _related_blobs(slide_part, _COMMENTS):
+    for blob in _related_blobs(slide_part, _COMMENTS, seen):
         root = etree.fromstring(blob, _PARSER)
         for comment in _children(root, "cm"):
             # a legacy reply names its parent in PowerPoint 2013's threading extension

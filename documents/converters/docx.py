@@ -23,7 +23,7 @@ from documents.converters._mdbuild import (
     table_lines,
 )
 from documents.converters.base import Conversion, ConversionError
-from documents.converters.zipguard import check_zip
+from documents.converters.zipguard import check_zip, declarations_refuse
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 _HEADING = re.compile(r"^(?:heading|berschrift|titre)\s*(\d)$", re.I)
@@ -41,6 +41,9 @@ def _attr(el: etree._Element | None, name: str) -> str | None:
         if key.rsplit("}", 1)[-1] == name:
             return value
     return None
+
+
+MERGED_COPY_BUDGET = 20_000  # characters of merged-cell text copied per table
 
 
 def _grid_count(props: etree._Element | None, name: str, *, default: int) -> int:
@@ -158,18 +161,23 @@ class _Walker:
 
     def table(self, tbl: etree._Element) -> None:
         """A Markdown table; a merged cell's text fills every grid cell it covers
-        (Markdown has no spans), so each row reads whole on its own."""
+        (Markdown has no spans), so each row reads whole on its own. The copies are
+        bounded per table (``MERGED_COPY_BUDGET`` characters): beyond it, covered
+        cells stay empty, so a small hostile file cannot multiply its text."""
         rows: list[list[str]] = []
         start_page = self.page
         above: dict[int, str] = {}  # grid column -> text of the cell last seen there
+        budget = MERGED_COPY_BUDGET
         for tr in (c for c in tbl if _local(c) == "tr"):
             # a row starting late leaves its first grid columns empty
             cells = [""] * _grid_count(_child(tr, "trPr"), "gridBefore", default=0)
             for column in range(len(cells)):
                 above[column] = ""
-            for tc in (c for c in tr if _local(c) in ("tc", "sdt")):
+            for element in (c for c in tr if _local(c) in ("tc", "sdt")):
+                # a cell inside a content control keeps its properties on the inner w:tc
+                tc = next((d for d in element.iter() if _local(d) == "tc"), element)
                 texts: list[str] = []
-                for p in tc.iter():
+                for p in element.iter():
                     if _local(p) == "p":
                         para = _Para()
                         self._collect(p, para)
@@ -178,11 +186,22 @@ class _Walker:
                 props = _child(tc, "tcPr")
                 width = _grid_count(props, "gridSpan", default=1)
                 merge = _child(props, "vMerge") if props is not None else None
-                if merge is not None and _attr(merge, "val") != "restart" and not text:
-                    text = above.get(len(cells), "")  # continues the cell above
-                for column in range(len(cells), len(cells) + width):
-                    above[column] = text
-                cells.extend([text] * width)
+                columns = range(len(cells), len(cells) + width)
+                continues = merge is not None and _attr(merge, "val") != "restart" and not text
+                # a continuation repeats the text above its first column (Word keeps the
+                # spans of a vertical merge equal)
+                values = [above.get(columns[0], "") if continues else text] * width
+                for column, value in zip(columns, values, strict=True):
+                    above[column] = value
+                for i, value in enumerate(values):
+                    if (continues or i > 0) and value:  # a copy: paid from the budget
+                        if len(value) > budget:
+                            value = ""
+                        else:
+                            budget -= len(value)
+                    cells.append(value)
+            for column in [c for c in above if c >= len(cells)]:
+                above[column] = ""  # a short row ends every span below its last cell
             if cells:
                 rows.append(cells)
         lines = table_lines(rows)
@@ -206,7 +225,9 @@ class _Walker:
 
 def _xml(archive: zipfile.ZipFile, name: str) -> etree._Element | None:
     try:
-        return etree.fromstring(archive.read(name), _PARSER)
+        data = archive.read(name)
+        declarations_refuse(data, name)
+        return etree.fromstring(data, _PARSER)
     except KeyError:
         return None
     except etree.XMLSyntaxError as exc:

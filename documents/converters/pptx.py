@@ -69,17 +69,26 @@ def _bullet_of(element: object) -> bool | None:
     return None
 
 
+def _first_level_bullet(element: object) -> bool | None:
+    """The bullet setting of the first ``a:lvl1pPr`` under ``element`` (a list style)."""
+    for level in element.iter():
+        if isinstance(level.tag, str) and level.tag.endswith("}lvl1pPr"):
+            return _bullet_of(level)
+    return None
+
+
 def _inherits_bullets(shape: object) -> bool:
-    """A content placeholder whose layout does not turn the master's bullets off."""
+    """A content placeholder whose own list style, or else its layout's, does not
+    turn the master's bullets off."""
     try:
         if not shape.is_placeholder or shape.placeholder_format.type not in _BULLETED:
             return False
+        own = _first_level_bullet(shape.text_frame._txBody)
+        if own is not None:
+            return own
         layout = shape.part.slide.slide_layout.placeholders.get(shape.placeholder_format.idx)
-        if layout is not None:
-            for level in layout._element.iter():
-                if isinstance(level.tag, str) and level.tag.endswith("}lvl1pPr"):
-                    return _bullet_of(level) is not False
-        return True
+        inherited = _first_level_bullet(layout._element) if layout is not None else None
+        return inherited is not False
     except Exception:  # an unusual placeholder: its paragraphs stay plain
         return False
 
@@ -112,7 +121,8 @@ def _comments(md: MarkdownBuilder, comments: list, slide_no: int) -> None:
         text = clean_inline(comment.text)
         if not text:
             continue
-        who = clean_inline(comment.author) + (f", {comment.when}" if comment.when else "")
+        when = clean_inline(comment.when)
+        who = clean_inline(comment.author) + (f", {when}" if when else "")
         prefix = "  - Reply by " if comment.is_reply else "- "
         md.line(f"{prefix}{who}: {text}", slide_no)
     md.blank(slide_no)
@@ -200,8 +210,11 @@ class PptxConverter:
             raise ConversionError(f"could not read this PPTX: {exc}") from exc
         md = MarkdownBuilder()
         notes = commented = 0
+        comment_parts: set[str] = set()
         try:
             authors = comment_authors(prs.part)
+        except ConversionError:
+            raise
         except Exception:  # an unreadable author list only loses the names
             log.debug("comment authors unreadable", exc_info=True)
             authors = {}
@@ -219,13 +232,14 @@ class PptxConverter:
                 md.heading(3, "Notes", number)
                 _text_frame(md, frame, number)
             try:
-                comments = slide_comments(slide.part, authors)
+                comments = slide_comments(slide.part, authors, comment_parts)
+                if any(clean_inline(c.text) for c in comments):
+                    _comments(md, comments, number)
+                    commented += 1
+            except ConversionError:
+                raise
             except Exception:  # an unreadable comments part must not lose the slide
                 log.debug("comments unreadable on slide %s", number, exc_info=True)
-                comments = []
-            if any(clean_inline(c.text) for c in comments):
-                commented += 1
-                _comments(md, comments, number)
         markdown, line_pages, _spans = md.build(paged=True)
         meta: dict[str, object] = {
             "slides": len(slides),

@@ -71,12 +71,19 @@ def _check_xml(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
         raise ConversionError(
             f"corrupt file: archive part {info.filename!r} cannot be read ({exc})"
         ) from exc
-    probe = head
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        probe = head.decode("utf-16", errors="ignore").encode("utf-8", errors="ignore")
+    declarations_refuse(head, info.filename)
+
+
+def declarations_refuse(head: bytes, part_name: str) -> None:
+    """Refuse a part whose start declares a DTD or entities. ``check_zip`` runs it on
+    every ``.xml``/``.rels``/``.vml`` part; converters run it on any other part they
+    parse (a relationship may point at a part with any name)."""
+    probe = head[:_HEAD_BYTES]
+    if probe.startswith((b"\xff\xfe", b"\xfe\xff")):
+        probe = probe.decode("utf-16", errors="ignore").encode("utf-8", errors="ignore")
     if _DECLARATION.search(probe):
         raise ConversionError(
-            f"archive part {info.filename!r} declares a DTD or XML entities; refused "
+            f"archive part {part_name!r} declares a DTD or XML entities; refused "
             "(entity expansion or external entities are not allowed)"
         )
 

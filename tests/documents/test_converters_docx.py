@@ -185,3 +185,79 @@ def test_billion_laughs_part_is_refused():
         z.writestr("word/document.xml", lol)
     with pytest.raises(ConversionError, match="declares a DTD or XML entities"):
         DocxConverter().convert(buffer.getvalue())
+
+
+WORD = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def docx_with_table(rows: str) -> bytes:
+    """A minimal DOCX whose body is one table of ``rows`` (``<w:tr>`` elements)."""
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(
+            "[Content_Types].xml",
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" '
+            'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/word/document.xml" ContentType="application/'
+            'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        archive.writestr(
+            "_rels/.rels",
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/'
+            '2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
+        )
+        archive.writestr(
+            "word/document.xml",
+            f'<w:document xmlns:w="{WORD}"><w:body><w:tbl>{rows}</w:tbl></w:body></w:document>',
+        )
+    return out.getvalue()
+
+
+def cell(text: str = "", *, span: int = 0, merge: str | None = None) -> str:
+    props = (f'<w:gridSpan w:val="{span}"/>' if span else "") + (
+        "" if merge is None else (f'<w:vMerge w:val="{merge}"/>' if merge else "<w:vMerge/>")
+    )
+    return f"<w:tc><w:tcPr>{props}</w:tcPr><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:tc>"
+
+
+def row(*cells: str, props: str = "") -> str:
+    return f"<w:tr><w:trPr>{props}</w:trPr>{''.join(cells)}</w:tr>"
+
+
+def test_merged_cell_copies_are_bounded_per_table():
+    """A 20,000-character cell spanning 63 columns over 2,000 continuation rows would
+    be 2.5 GB of copies; the copies stop at the table's budget."""
+    from documents.converters.docx import MERGED_COPY_BUDGET
+
+    rows = row(cell("W" * 20_000, span=63, merge="restart")) + row(cell(span=63, merge="")) * 2000
+    data = docx_with_table(rows)
+    markdown = convert_bytes(data)
+    assert markdown.count("W" * 20_000) == 1 + MERGED_COPY_BUDGET // 20_000
+    assert len(markdown) < 1_000_000
+
+
+def test_merges_across_content_controls_and_short_rows():
+    wrapped = "<w:sdt><w:sdtContent>" + cell(merge="") + "</w:sdtContent></w:sdt>"
+    markdown = convert_bytes(
+        docx_with_table(
+            row(cell("H0"), cell("R", merge="restart"), cell("H2"))
+            + row(cell("a"), wrapped, cell("c"))
+            + row(cell("short"))  # ends the vertical merge of the second column
+            + row(cell("x"), cell(merge=""), cell("z"))
+        )
+    )
+    lines = markdown.split("\n")
+    assert "| a | R | c |" in lines  # the continuation inside w:sdt
+    assert "| x |  | z |" in lines  # nothing continues across the short row
+
+
+def convert_bytes(data: bytes) -> str:
+    from documents.converters.docx import DocxConverter
+
+    return DocxConverter().convert(data).markdown

@@ -133,6 +133,14 @@ def test_arabic_lam_alef_ligatures_keep_their_letters_in_logical_order():
         assert broken not in markdown, broken
     raw = "".join(page.get_text("text", flags=TEXT_FLAGS) for page in pymupdf.open(CORPUS / name))
     assert "اإلنتاجية" in raw  # what MuPDF itself gives: the fix is ours
+    assert "أيضًا" in markdown and "أيضاً" not in markdown  # a vowel sign stays where it is
+    assert "إلى" in markdown  # a real alef-lam (not a ligature) is left alone
+
+
+def test_zero_width_arabic_glyphs_other_than_lam_alef_keep_their_order():
+    """One glyph carrying a whole word gives zero-width letters after the first one."""
+    markdown = convert("py-pdf-sample-files/015-arabic/habibi-rotated.pdf").markdown
+    assert markdown.count("حَبيبي") == 8
 
 
 def test_markitdown_strings():

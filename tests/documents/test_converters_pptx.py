@@ -172,8 +172,13 @@ P188 = "http://schemas.microsoft.com/office/powerpoint/2018/8/main"
 DRAWING = "http://schemas.openxmlformats.org/drawingml/2006/main"
 
 
-def deck_with_modern_comments(comments_xml: bytes) -> bytes:
-    """A new deck whose only slide carries a modern (threaded) comments part."""
+def deck_with_modern_comments(
+    comments_xml: bytes,
+    *,
+    slides: int = 1,
+    part_name: str = "/ppt/comments/modernComment_100_1.xml",
+) -> bytes:
+    """A new deck whose slides all point at one modern (threaded) comments part."""
     from pptx import Presentation
     from pptx.opc.package import Part
     from pptx.opc.packuri import PackURI
@@ -182,6 +187,8 @@ def deck_with_modern_comments(comments_xml: bytes) -> bytes:
     prs = Presentation()
     slide = prs.slides.add_slide(prs.slide_layouts[5])  # title only
     slide.shapes.title.text = "Budget 2027"
+    for _ in range(slides - 1):
+        prs.slides.add_slide(prs.slide_layouts[5]).shapes.title.text = "Appendix"
     box = slide.shapes.add_textbox(Inches(1), Inches(2), Inches(6), Inches(2)).text_frame
     box.text = "Travel is capped at 4%."
     box.add_paragraph().text = "Hiring resumes in March."
@@ -201,15 +208,11 @@ def deck_with_modern_comments(comments_xml: bytes) -> bytes:
         ),
         MODERN + "authors",
     )
-    slide.part.relate_to(
-        Part(
-            PackURI("/ppt/comments/modernComment_100_1.xml"),
-            "application/vnd.ms-powerpoint.comments+xml",
-            package,
-            comments_xml,
-        ),
-        MODERN + "comments",
+    comments = Part(
+        PackURI(part_name), "application/vnd.ms-powerpoint.comments+xml", package, comments_xml
     )
+    for each in prs.slides:
+        each.part.relate_to(comments, MODERN + "comments")
     out = io.BytesIO()
     prs.save(out)
     return out.getvalue()
@@ -250,3 +253,62 @@ def test_unreadable_comments_part_keeps_the_slide():
 def test_fuzzed_deck_fails_cleanly():
     with pytest.raises(ConversionError, match="corrupt file"):
         convert("hostile/poi/clusterfuzz-POIFuzzer-5205835528404992.pptx")
+
+
+def test_a_comments_part_shared_by_many_slides_is_read_once():
+    comments = (
+        f'<p188:cmLst xmlns:p188="{P188}" xmlns:a="{DRAWING}">'
+        '<p188:cm id="{C1}" authorId="{1}" created="2027-01-05T09:00:00.000">'
+        "<p188:txBody><a:p><a:r><a:t>Check the totals</a:t></a:r></a:p></p188:txBody>"
+        "</p188:cm></p188:cmLst>"
+    ).encode()
+    result = PptxConverter().convert(deck_with_modern_comments(comments, slides=300))
+    assert result.markdown.count("Check the totals") == 1
+    assert result.metadata["slides_with_comments"] == 1
+
+
+def test_comment_fields_cannot_break_lines():
+    """A newline in a date, a line break in the text and an unknown author id."""
+    comments = (
+        f'<p188:cmLst xmlns:p188="{P188}" xmlns:a="{DRAWING}">'
+        '<p188:cm id="{C1}" authorId="{9}" created="2027&#10;01&#13;05\t09:00">'
+        "<p188:txBody><a:p><a:r><a:t>first</a:t></a:r><a:br/><a:r><a:t>second</a:t></a:r>"
+        "</a:p></p188:txBody></p188:cm></p188:cmLst>"
+    ).encode()
+    lines = PptxConverter().convert(deck_with_modern_comments(comments)).markdown.split("\n")
+    assert "- unknown author, 2027 01 05 09:00: first second" in lines
+
+
+def test_a_comments_part_declaring_entities_refuses_the_deck():
+    """The part's name does not end in .xml, so only the converter can catch it."""
+    comments = (
+        '<?xml version="1.0"?><!DOCTYPE cmLst [<!ENTITY a "AAAA">]>'
+        f'<p188:cmLst xmlns:p188="{P188}"><p188:cm authorId="{{1}}" created="&a;"/>'
+        "</p188:cmLst>"
+    ).encode()
+    deck = deck_with_modern_comments(comments, part_name="/ppt/comments/modernComment_1.bin")
+    with pytest.raises(ConversionError, match="declares a DTD or XML entities"):
+        PptxConverter().convert(deck)
+
+
+def test_a_placeholders_own_list_style_can_turn_bullets_off():
+    from pptx import Presentation
+
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[1])  # title and content
+    slide.shapes.title.text = "Plain"
+    body = slide.placeholders[1]
+    body.text_frame.text = "Not a list item"
+    list_style = body.text_frame._txBody.find(f"{{{DRAWING}}}lstStyle")
+    from lxml import etree
+
+    level = etree.SubElement(list_style, f"{{{DRAWING}}}lvl1pPr")
+    etree.SubElement(level, f"{{{DRAWING}}}buNone")
+    out = io.BytesIO()
+    prs.save(out)
+    lines = PptxConverter().convert(out.getvalue()).markdown.split("\n")
+    assert "Not a list item" in lines and "- Not a list item" not in lines
+    slide.placeholders[1]._element.txBody.remove(list_style)  # the layout's bullets again
+    out = io.BytesIO()
+    prs.save(out)
+    assert "- Not a list item" in PptxConverter().convert(out.getvalue()).markdown.split("\n")

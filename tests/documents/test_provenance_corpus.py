@@ -131,28 +131,34 @@ def words_of(text: str) -> list[str]:
     return [w for w in _normalise(text).split() if len(w) >= 3]
 
 
-_ARABIC = re.compile("[\u0600-\u06ff]")
+_LAM_ALEF_VISUAL = re.compile("([\u0622\u0623\u0625\u0627\u0671])\u0644")
+
+
+def _lam_alef_readings(word: str) -> set[str]:
+    """The word with every subset of its alef-lam pairs swapped: which pairs were a
+    ligature (and came out reversed) and which are real (the article "ال") cannot be
+    told from the text."""
+    readings = {word}
+    for match in list(_LAM_ALEF_VISUAL.finditer(word))[:6]:
+        at = match.start()
+        readings |= {r[:at] + r[at + 1] + r[at] + r[at + 2 :] for r in readings}
+    return readings
 
 
 class _Haystack:
     """Words read from the source; a word also counts when it is a contiguous run of
     the source text with separators removed (words the converter de-hyphenated
-    across a line end, or glued in right-to-left text), or, for Arabic, when it has
-    a source word's letters (MuPDF puts a lam-alef ligature's letters in visual
-    order, the converter in logical order)."""
+    across a line end, or glued in right-to-left text). Source words are also read
+    with each lam-alef ligature's letters swapped, since MuPDF gives them in visual
+    order ("اإل") and the converter in logical order ("الإ")."""
 
     def __init__(self, texts: list[str]) -> None:
         normalised = [_normalise(t) for t in texts]
-        self.words = {w for t in normalised for w in t.split()}
+        self.words = {v for t in normalised for w in t.split() for v in _lam_alef_readings(w)}
         self.joined = "".join("".join(t.split()) for t in normalised)
-        self.arabic_letters = {"".join(sorted(w)) for w in self.words if _ARABIC.search(w)}
 
     def __contains__(self, word: str) -> bool:
-        return (
-            word in self.words
-            or word in self.joined
-            or (bool(_ARABIC.search(word)) and "".join(sorted(word)) in self.arabic_letters)
-        )
+        return word in self.words or word in self.joined
 
 
 # --- invariant 1 and 3, recomputed independently -----------------------------------------
