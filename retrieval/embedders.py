@@ -89,7 +89,9 @@ def threads_from_env() -> int | None:
     against 500 ms with two threads on a busy 2-core host) and for the worker's
     one-process-per-core pool.
     """
-    value = int(os.environ.get("PROVENANCE_TORCH_THREADS", "1") or 0)
+    from provenance_site.env import env_int
+
+    value = env_int("PROVENANCE_TORCH_THREADS", 1, minimum=0)
     return value if value > 0 else None
 
 

@@ -26,7 +26,11 @@ from documents.converters._mdbuild import (
     escape_line_start,
     table_lines,
 )
-from documents.converters._pptx_comments import comment_authors, slide_comments
+from documents.converters._pptx_comments import (
+    SlideComment,
+    comment_authors,
+    slide_comments,
+)
 from documents.converters.base import Conversion, ConversionError
 from documents.converters.zipguard import check_zip
 
@@ -115,7 +119,7 @@ def _text_frame(
     md.blank(slide_no)
 
 
-def _comments(md: MarkdownBuilder, comments: list, slide_no: int) -> None:
+def _comments(md: MarkdownBuilder, comments: list[SlideComment], slide_no: int) -> None:
     md.heading(3, "Comments", slide_no)
     for comment in comments:
         text = clean_inline(comment.text)

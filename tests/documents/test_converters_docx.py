@@ -219,6 +219,12 @@ def docx_with_table(rows: str) -> bytes:
     return out.getvalue()
 
 
+def convert_bytes(data: bytes) -> str:
+    from documents.converters.docx import DocxConverter
+
+    return DocxConverter().convert(data).markdown
+
+
 def cell(text: str = "", *, span: int = 0, merge: str | None = None) -> str:
     props = (f'<w:gridSpan w:val="{span}"/>' if span else "") + (
         "" if merge is None else (f'<w:vMerge w:val="{merge}"/>' if merge else "<w:vMerge/>")
@@ -255,9 +261,3 @@ def test_merges_across_content_controls_and_short_rows():
     lines = markdown.split("\n")
     assert "| a | R | c |" in lines  # the continuation inside w:sdt
     assert "| x |  | z |" in lines  # nothing continues across the short row
-
-
-def convert_bytes(data: bytes) -> str:
-    from documents.converters.docx import DocxConverter
-
-    return DocxConverter().convert(data).markdown

@@ -121,6 +121,23 @@ def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
             query_encoder(fp32.model_dir, fp32.model.tokenizer)
 
 
+def test_torch_threads_setting_is_read_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from retrieval.embedders import threads_from_env
+
+    monkeypatch.delenv("PROVENANCE_TORCH_THREADS", raising=False)
+    assert threads_from_env() == 1
+    monkeypatch.setenv("PROVENANCE_TORCH_THREADS", "0")
+    assert threads_from_env() is None  # torch's own default
+    monkeypatch.setenv("PROVENANCE_TORCH_THREADS", "3")
+    assert threads_from_env() == 3
+    for bad in ("-1", "two"):
+        monkeypatch.setenv("PROVENANCE_TORCH_THREADS", bad)
+        with pytest.raises(ImproperlyConfigured, match="PROVENANCE_TORCH_THREADS"):
+            threads_from_env()
+
+
 def test_questions_rank_bf16_documents_as_fp32_questions_do(
     fp32: MiniLmEmbedder, fast: MiniLmEmbedder, paragraphs: list[str]
 ) -> None:
