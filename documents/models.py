@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.contrib.postgres.indexes import OpClass
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models.functions import Cast
@@ -270,7 +270,6 @@ class Chunk(models.Model):
                 m=16,
                 ef_construction=128,
             ),
-            GinIndex(fields=["search_vector"], name="chunk_search_gin"),
             models.Index(
                 fields=["data_source"],
                 name="chunk_retrievable",

@@ -35,3 +35,47 @@ class VectorDatabase(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.embed_model})"
+
+
+class LexicalPosting(models.Model):
+    """One lexeme of one retrievable chunk with its BM25 term weight: the full-text index.
+
+    The GIN index over ``search_vector`` answers "which chunks hold these words",
+    not "which hold them best": ranking its matches means reading every matching
+    chunk's tsvector, so a bounded candidate set was the first matches in table
+    order. Postings ordered by weight within (data source, lexeme) give each
+    word's best chunks from one index range. A trigger on ``documents_chunk``
+    (migration 0002) writes them whenever a chunk becomes retrievable and deletes
+    them when it stops being so, whatever path changes the chunk.
+    """
+
+    pk = models.CompositePrimaryKey("chunk", "lexeme")
+    chunk = models.ForeignKey(
+        "documents.Chunk",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,  # the trigger owns these rows; no per-row FK check
+        db_index=False,  # the primary key leads with it
+        related_name="+",
+    )
+    lexeme = models.TextField(db_collation="C")
+    data_source = models.ForeignKey(
+        "documents.DataSource",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    # tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)); the query multiplies by idf
+    weight = models.FloatField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["data_source", "lexeme", "-weight"],
+                include=["chunk"],
+                name="posting_best_first",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme} in {self.chunk_id} ({self.weight:.3f})"

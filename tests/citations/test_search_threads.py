@@ -151,7 +151,7 @@ def test_the_semantic_statement_walks_the_half_precision_hnsw_index(library):  #
         pending.params, vector=search.vector_literal(default_embedder().embed_query(question))
     )
     with connection.cursor() as cursor:
-        cursor.execute(search._SETTINGS, [str(search.EF_SEARCH), str(search.GIN_FUZZY_LIMIT)])
+        cursor.execute(search._SETTINGS, [str(search.EF_SEARCH)])
         # on this small table the planner rightly sorts a few rows instead; with sorting
         # priced out, only an ORDER BY matching the index expression avoids a Sort
         cursor.execute("SET LOCAL enable_sort = off")

@@ -1,0 +1,193 @@
+"""The full-text index: weight-ordered postings kept by a trigger on the chunk table,
+and BM25 ranking over them, checked against BM25 computed here from the chunks'
+own tsvectors."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections import defaultdict
+
+import pytest
+from django.db import connection
+
+from documents.models import Chunk
+from retrieval import search
+from retrieval.models import LexicalPosting
+
+# BM25 as the migration defines it, written out again here
+K1, B, AVERAGE_POSITIONS = 1.2, 0.75, 80.0
+
+QUESTIONS = [
+    "Which NFL team represented the AFC at Super Bowl 50?",
+    "Where did the Normans come from?",
+    "What is the paid leave policy for new employees?",
+    "Who was the Norse leader who founded Normandy?",
+    "How many days of parental leave are there?",
+    "What does the Amazon rainforest cover?",
+]
+
+
+def _tsvector_terms(chunk_ids: list[uuid.UUID] | None = None) -> dict[uuid.UUID, dict[str, int]]:
+    """{chunk id: {lexeme: positions}} of the retrievable chunks, read from search_vector."""
+    terms: dict[uuid.UUID, dict[str, int]] = defaultdict(dict)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.id, t.lexeme, coalesce(array_length(t.positions, 1), 1)"
+            " FROM documents_chunk c, unnest(c.search_vector) AS t"
+            " WHERE c.is_retrievable AND (%s::uuid[] IS NULL OR c.id = ANY(%s::uuid[]))",
+            [chunk_ids, chunk_ids],
+        )
+        for chunk_id, lexeme, tf in cursor.fetchall():
+            terms[chunk_id][lexeme] = tf
+    return terms
+
+
+def _weight(tf: int, length: int) -> float:
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * max(length, 1) / AVERAGE_POSITIONS))
+
+
+def _postings(chunk_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str], float]:
+    return {
+        (p.chunk_id, p.lexeme): p.weight
+        for p in LexicalPosting.objects.filter(chunk_id__in=chunk_ids)
+    }
+
+
+def _new_chunk(template: Chunk, text: str, position: int, **fields) -> Chunk:  # noqa: ANN003
+    """A chunk of ``template``'s file and source holding ``text``."""
+    copied = {
+        field.attname: getattr(template, field.attname)
+        for field in Chunk._meta.concrete_fields
+        if field.attname not in {"id", "position", "chunk_text", "search_vector"}
+        and not field.generated
+    }
+    return Chunk.objects.create(
+        **{**copied, **fields}, id=uuid.uuid4(), position=position, chunk_text=text
+    )
+
+
+def _lexical(library, question: str, **overrides) -> list[tuple[uuid.UUID, float]]:  # noqa: ANN001
+    source_ids = list(library.squad.data_sources.values_list("pk", flat=True))
+    params = search.statement_params(
+        organization_id=library.organization.pk,
+        data_source_ids=source_ids,
+        question=question,
+        candidate_k=40,
+        top_k=10,
+        analyzer="english",
+    )
+    return [(row[0], row[1]) for row in search.lexical_rows(params | overrides)]
+
+
+@pytest.mark.django_db
+def test_every_retrievable_chunk_has_the_postings_of_its_tsvector(library):  # noqa: ANN001
+    """One posting per lexeme of each retrievable chunk, none for any other chunk,
+    each with the chunk's data source and its BM25 term weight."""
+    terms = _tsvector_terms()
+    assert len(terms) > 100
+    expected = {
+        (chunk_id, lexeme): _weight(tf, sum(lexemes.values()))
+        for chunk_id, lexemes in terms.items()
+        for lexeme, tf in lexemes.items()
+    }
+    stored = {(p.chunk_id, p.lexeme): p for p in LexicalPosting.objects.all()}
+    assert stored.keys() == expected.keys()
+    for key, weight in expected.items():
+        assert stored[key].weight == pytest.approx(weight, rel=1e-9)
+    sources = dict(Chunk.objects.filter(is_retrievable=True).values_list("id", "data_source_id"))
+    assert all(p.data_source_id == sources[p.chunk_id] for p in stored.values())
+
+
+@pytest.mark.django_db
+def test_postings_follow_every_change_of_a_chunk(library):  # noqa: ANN001
+    """Becoming retrievable, ceasing to be, a new text, deletion and TRUNCATE: the
+    trigger keeps the postings equal to the retrievable chunks' lexemes."""
+    template = Chunk.objects.filter(is_retrievable=True).first()
+    hidden = _new_chunk(template, "Zebras graze quietly.", 20_000, is_retrievable=False)
+    assert _postings([hidden.pk]) == {}
+
+    Chunk.objects.filter(pk=hidden.pk).update(is_retrievable=True)
+    assert {lexeme for _, lexeme in _postings([hidden.pk])} == {"zebra", "graze", "quiet"}
+
+    Chunk.objects.filter(pk=hidden.pk).update(chunk_text="Giraffes browse acacias.")
+    assert {lexeme for _, lexeme in _postings([hidden.pk])} == {"giraff", "brows", "acacia"}
+
+    Chunk.objects.filter(pk=hidden.pk).update(is_retrievable=False)
+    assert _postings([hidden.pk]) == {}
+
+    shown = _new_chunk(template, "Okapis hide in forests.", 20_001, is_retrievable=True)
+    assert {lexeme for _, lexeme in _postings([shown.pk])} == {"okapi", "hide", "forest"}
+    Chunk.objects.filter(pk=shown.pk).delete()
+    assert _postings([shown.pk]) == {}
+
+    assert LexicalPosting.objects.exists()
+    with connection.cursor() as cursor:  # rolled back with the test's transaction
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred FK checks pending
+        cursor.execute("TRUNCATE documents_chunk CASCADE")
+    assert not LexicalPosting.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_full_text_side_is_bm25_over_the_postings(library):  # noqa: ANN001
+    """With every posting read, the statement's top-40 and scores are BM25 computed
+    here from the tsvectors; with the per-word bound, nearly the same chunks."""
+    source_ids = list(library.squad.data_sources.values_list("pk", flat=True))
+    in_sources = set(
+        Chunk.objects.filter(data_source_id__in=source_ids, is_retrievable=True).values_list(
+            "id", flat=True
+        )
+    )
+    terms = {k: v for k, v in _tsvector_terms().items() if k in in_sources}
+    frequency: dict[str, int] = defaultdict(int)
+    for lexemes in terms.values():
+        for lexeme in lexemes:
+            frequency[lexeme] += 1
+    size = len(terms)
+    search._size_cache.clear()
+    overlaps = []
+    for question in QUESTIONS:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [question])
+            words = cursor.fetchone()[0]
+        scores = {
+            chunk_id: sum(
+                _weight(lexemes[w], sum(lexemes.values()))
+                * math.log((size + 1) / (frequency[w] + 0.5))
+                for w in words
+                if w in lexemes
+            )
+            for chunk_id, lexemes in terms.items()
+            if any(w in lexemes for w in words)
+        }
+        expected = sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))[:40]
+        exact = _lexical(library, question, per_word=10**9)
+        assert [c for c, _ in exact] == [c for c, _ in expected], question
+        assert [s for _, s in exact] == pytest.approx([s for _, s in expected], rel=1e-9)
+        bounded = {c for c, _ in _lexical(library, question)}
+        overlaps.append(len(bounded & {c for c, _ in expected}) / len(expected))
+    assert sum(overlaps) / len(overlaps) >= 0.9, overlaps
+
+
+@pytest.mark.django_db
+def test_the_best_matches_are_found_not_the_first(library):  # noqa: ANN001
+    """A word in more chunks than one index range reads: the chunk that holds it
+    most densely is found, however late it was written."""
+    template = Chunk.objects.filter(
+        data_source__in=library.squad.data_sources.all(), is_retrievable=True
+    ).first()
+    filler = " ".join(["the river delta floods every spring season"] * 12)
+    for n in range(search.PER_WORD_POSTINGS + 50):
+        _new_chunk(template, f"{filler} zqxmarker {n}", 30_000 + n, is_retrievable=True)
+    dense = _new_chunk(template, "zqxmarker zqxmarker zqxmarker", 40_000, is_retrievable=True)
+    found = _lexical(library, "Where is the zqxmarker?")
+    assert found[0][0] == dense.pk
+    assert len(found) == 40
+
+
+@pytest.mark.django_db
+def test_another_tenants_postings_are_never_candidates(library):  # noqa: ANN001
+    """The statement reads only the app's data sources."""
+    other = Chunk.objects.filter(data_source__in=library.handbook.data_sources.all()).first()
+    _new_chunk(other, "zqyunique appears in the handbook only", 50_000, is_retrievable=True)
+    assert _lexical(library, "zqyunique") == []
