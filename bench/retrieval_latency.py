@@ -957,6 +957,13 @@ def _measure_search(
         embed_ms.append((t1 - t0) * 1000)
     out["retrieval_call"] = percentiles(samples)
     out["query_embedding"] = percentiles(embed_ms)
+    for key, values in (("retrieval_call", samples), ("query_embedding", embed_ms)):
+        out[key]["p50_ms_by_kind"] = _by_kind(
+            kinds, values, lambda v: round(float(np.percentile(v, 50)), 2)
+        )
+        out[key]["p95_ms_by_kind"] = _by_kind(
+            kinds, values, lambda v: round(float(np.percentile(v, 95)), 2)
+        )
     out["query_embedding"]["precision"] = getattr(embedder, "precision", "service")
     out["query_embedding"]["note"] = "embed_query() as timed inside the retrieval call"
     return out
@@ -1189,6 +1196,27 @@ def to_markdown(result: dict[str, Any]) -> str:
                 f"**{result['lexical_statement']['overlap_with_exact_bm25']}**.",
             ]
             if "overlap_with_exact_bm25" in result.get("lexical_statement", {})
+            else []
+        ),
+        *(
+            [
+                "",
+                "By question kind, p50 / p95 ms: "
+                + "; ".join(
+                    f"{name} "
+                    + ", ".join(
+                        f"{kind.replace('_', ' ')}s {result[key]['p50_ms_by_kind'][kind]} / "
+                        f"{result[key]['p95_ms_by_kind'][kind]}"
+                        for kind in result[key]["p95_ms_by_kind"]
+                    )
+                    for name, key in (
+                        ("retrieval call:", "retrieval_call"),
+                        ("query embedding:", "query_embedding"),
+                    )
+                )
+                + ".",
+            ]
+            if "p50_ms_by_kind" in result.get("retrieval_call", {})
             else []
         ),
         "",

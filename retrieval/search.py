@@ -55,6 +55,7 @@ PER_WORD_POSTINGS = 100
 MAX_QUERY_WORDS = 64
 RESCORED_CANDIDATES = 100
 STATISTICS_TTL_SECONDS = 300.0
+CACHED_SIZE_MINIMUM = 10_000  # fewer chunks are counted per question (< 1 ms)
 
 # one round trip; index scans only
 _SETTINGS = """
@@ -221,7 +222,9 @@ def common_lexemes() -> dict[str, float]:
 
 def retrievable_chunks(data_source_ids: Sequence[uuid.UUID]) -> int:
     """How many retrievable chunks the data sources hold (BM25's N), cached per
-    process for ``STATISTICS_TTL_SECONDS``: it only scales idf."""
+    process for ``STATISTICS_TTL_SECONDS`` once it is large enough to be costly to
+    count: it only scales idf, but a stale small count (a source queried empty,
+    then filled) would flatten idf for minutes."""
     key = tuple(sorted(str(i) for i in data_source_ids))
     cached = _size_cache.get(key)
     if cached and time.monotonic() - cached[0] < STATISTICS_TTL_SECONDS:
@@ -233,9 +236,10 @@ def retrievable_chunks(data_source_ids: Sequence[uuid.UUID]) -> int:
             [list(data_source_ids)],
         )
         size = cursor.fetchone()[0]
-    if len(_size_cache) > 1000:
-        _size_cache.clear()
-    _size_cache[key] = (time.monotonic(), size)
+    if size >= CACHED_SIZE_MINIMUM:
+        if len(_size_cache) > 1000:
+            _size_cache.clear()
+        _size_cache[key] = (time.monotonic(), size)
     return size
 
 

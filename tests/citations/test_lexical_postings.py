@@ -144,7 +144,6 @@ def test_the_full_text_side_is_bm25_over_the_postings(library):  # noqa: ANN001
         for lexeme in lexemes:
             frequency[lexeme] += 1
     size = len(terms)
-    search._size_cache.clear()
     overlaps = []
     for question in QUESTIONS:
         with connection.cursor() as cursor:
@@ -186,7 +185,18 @@ def test_the_best_matches_are_found_not_the_first(library):  # noqa: ANN001
 
 
 @pytest.mark.django_db
-def test_another_tenants_postings_are_never_candidates(library):  # noqa: ANN001
+def test_bm25_counts_a_small_source_afresh(library):  # noqa: ANN001
+    """N, the chunks of the app's sources, is cached only where counting costs: a
+    source queried while small sees its new chunks at once."""
+    template = Chunk.objects.filter(data_source__in=library.squad.data_sources.all()).first()
+    before = search.retrievable_chunks([template.data_source_id])
+    assert before < search.CACHED_SIZE_MINIMUM
+    _new_chunk(template, "Tapirs swim well.", 60_000, is_retrievable=True)
+    assert search.retrievable_chunks([template.data_source_id]) == before + 1
+
+
+@pytest.mark.django_db
+def test_another_sources_postings_are_never_candidates(library):  # noqa: ANN001
     """The statement reads only the app's data sources."""
     other = Chunk.objects.filter(data_source__in=library.handbook.data_sources.all()).first()
     _new_chunk(other, "zqyunique appears in the handbook only", 50_000, is_retrievable=True)
