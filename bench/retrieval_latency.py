@@ -899,7 +899,7 @@ def _measure_search(
     out["hybrid_sql_in_turn"] = percentiles(in_turn)
     out["lexical_statement"] = percentiles(lexical_ms)
     out["lexical_statement"].update(
-        _lexical_exactness(organization.pk, source_ids, questions, vectors, lexical_found)
+        _lexical_exactness(organization.pk, source_ids, questions, vectors, lexical_found, kinds)
     )
     out["hybrid_sql"] = percentiles(samples)
     out["hybrid_sql"]["search_threads"] = threads
@@ -975,21 +975,24 @@ def _lexical_exactness(
     questions: list[str],
     vectors: list[Any],
     found: list[set[Any]],
+    kinds: list[str],
 ) -> dict[str, Any]:
     """Overlap of the full-text candidates with exact BM25 (every posting of every word
     read, every document frequency counted), as HNSW is held against exact search."""
     from retrieval import search as search_module
 
     say("full-text candidates vs exact BM25")
-    overlaps = []
-    for question, vector, ours in zip(questions, vectors, found, strict=True):
+    overlaps, matched = [], []
+    for question, vector, ours, kind in zip(questions, vectors, found, kinds, strict=True):
         params = hybrid_params(organization_id, source_ids, question, vector)
-        params["per_word"] = 10**9
+        params.update(per_word=10**9, count_cap=10**9)
         exact = {row[0] for row in search_module.lexical_rows(params)}
         if exact:
             overlaps.append(len(exact & ours) / len(exact))
+            matched.append(kind)
     return {
         "overlap_with_exact_bm25": round(float(np.mean(overlaps)), 4),
+        "overlap_by_kind": _by_kind(matched, overlaps, lambda v: round(float(np.mean(v)), 4)),
         "overlap_note": (
             f"mean |ours & exact| / |exact| over the {len(overlaps)} questions with full-text "
             "matches; exact = every posting of every word, document frequencies counted"
@@ -1192,8 +1195,15 @@ def to_markdown(result: dict[str, Any]) -> str:
             [
                 "",
                 "Full-text candidates (BM25 over the weight-ordered postings): top-40 overlap "
-                "with exact BM25 (every posting read) "
-                f"**{result['lexical_statement']['overlap_with_exact_bm25']}**.",
+                "with exact BM25 (every posting read, every frequency counted) "
+                f"**{result['lexical_statement']['overlap_with_exact_bm25']}** ("
+                + ", ".join(
+                    f"{kind.replace('_', ' ')}s {value}"
+                    for kind, value in result["lexical_statement"]
+                    .get("overlap_by_kind", {})
+                    .items()
+                )
+                + ").",
             ]
             if "overlap_with_exact_bm25" in result.get("lexical_statement", {})
             else []

@@ -46,7 +46,9 @@ class LexicalPosting(models.Model):
     order. Postings ordered by weight within (data source, lexeme) give each
     word's best chunks from one index range. A trigger on ``documents_chunk``
     (migration 0002) writes them whenever a chunk becomes retrievable and deletes
-    them when it stops being so, whatever path changes the chunk.
+    them when it stops being so, whichever statement changes the chunk; what
+    bypasses triggers (a data-only restore, replication) is mended by
+    ``manage.py rebuild_postings``.
     """
 
     pk = models.CompositePrimaryKey("chunk", "lexeme")
@@ -70,10 +72,9 @@ class LexicalPosting(models.Model):
 
     class Meta:
         indexes = [
+            # the chunk breaks ties between equal weights: the same cut every time
             models.Index(
-                fields=["data_source", "lexeme", "-weight"],
-                include=["chunk"],
-                name="posting_best_first",
+                fields=["data_source", "lexeme", "-weight", "chunk"], name="posting_best_first"
             )
         ]
 

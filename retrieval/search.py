@@ -17,8 +17,9 @@ equal fused scores and the documented tiebreak (score_norm desc, section asc,
 snippet_id asc) decides their order.
 
 Filtering by organization and data sources happens inside each candidate
-statement, on columns of the chunk table itself, so the HNSW scan (iterative,
-pgvector 0.8) never returns another tenant's rows.
+statement: on the chunk table's own columns for HNSW, so the scan (iterative,
+pgvector 0.8) never returns another tenant's rows; on the postings' data source
+and then the chunk's organization and retrievability for the full-text side.
 
 The full-text side ranks by BM25 over the question's lexemes (the analyzer's
 ``to_tsvector``), from the weight-ordered postings of ``LexicalPosting``: each
@@ -27,10 +28,11 @@ however many chunks hold the word, and a word's document frequency is counted
 from that range when it is shorter, else estimated from ANALYZE's statistics.
 A chunk's sum over the lists it appears in is a lower bound of its BM25 score;
 the ``RESCORED_CANDIDATES`` best are summed again from their own postings
-(primary-key probes), so every score returned is the chunk's exact BM25 score.
-Ranking thus reads no tsvector, and the candidates are the best-ranked matches,
-not the first ones in table order (at 100k chunks: top-40 overlap with exact
-BM25 0.90 for short questions; 0.11 for the first-100-matches cap it replaced).
+(primary-key probes), so every score returned is the chunk's whole BM25 score.
+Document frequencies are exact up to ``COUNT_CAP`` chunks per source and
+estimated past it. Ranking reads no tsvector, and the candidates are the
+best-ranked matches, not the first ones in table order (``bench/
+retrieval_latency.py`` reports the top-40 overlap with BM25 over every posting).
 """
 
 from __future__ import annotations
@@ -49,10 +51,11 @@ from django.db import connection, connections, transaction
 
 RRF_K = 60
 EF_SEARCH = 128
-# each word's best-weighted postings read per data source; a word holding more is
-# "common": its document frequency comes from ANALYZE's statistics
+# each word's best-weighted postings read per data source
 PER_WORD_POSTINGS = 100
-MAX_QUERY_WORDS = 64
+# such a word's chunks are counted up to this many per source, then estimated
+COUNT_CAP = 200
+MAX_QUERY_WORDS = 64  # the first ones of the question
 RESCORED_CANDIDATES = 100
 STATISTICS_TTL_SECONDS = 300.0
 CACHED_SIZE_MINIMUM = 10_000  # fewer chunks are counted per question (< 1 ms)
@@ -64,10 +67,14 @@ SELECT set_config('hnsw.ef_search', %s, true),
        set_config('enable_seqscan', 'off', true)
 """
 
+# the question's lexemes (the analyzer's, by Postgres) in the order they first appear
+_WORDS_SQL = """
+SELECT coalesce(array_agg(t.lexeme ORDER BY t.positions[1], t.lexeme), '{}')
+FROM unnest(to_tsvector(%(analyzer)s::regconfig, %(question)s)) AS t
+"""
+
 # the full-text candidates: BM25 over the question's lexemes, summed over each word's
 # best postings; idf = ln((N + 1) / (df + 0.5)) with N the data sources' chunks
-_WORDS_SQL = "SELECT tsvector_to_array(to_tsvector(%(analyzer)s::regconfig, %(question)s))"
-
 _LEXICAL_SQL = """
 WITH words AS (
     SELECT unnest(%(words)s::text[]) AS word
@@ -78,45 +85,55 @@ WITH words AS (
     CROSS JOIN LATERAL (
         SELECT chunk_id, weight FROM retrieval_lexicalposting
         WHERE data_source_id = s.id AND lexeme = w.word COLLATE "C"
-        ORDER BY weight DESC
+        ORDER BY weight DESC, chunk_id
         LIMIT %(per_word)s
     ) p
+), listed AS (
+    SELECT word, source, count(*) AS listed FROM best GROUP BY word, source
 ), frequency AS (
-    -- counted where the range ended before the limit, else ANALYZE's estimate
-    SELECT b.word,
-           CASE WHEN count(*) < %(per_word)s THEN count(*)::float8
-                ELSE greatest(count(*)::float8, coalesce(max(e.chunks), 0)) END AS df
-    FROM best b
-    LEFT JOIN unnest(%(estimated_words)s::text[], %(estimated_chunks)s::float8[]) AS e(word, chunks)
-        ON e.word = b.word
-    GROUP BY b.word, b.source
+    -- a list cut off at the limit: the word's chunks in that source counted, up to a cap
+    SELECT l.word,
+           CASE WHEN l.listed < %(per_word)s THEN l.listed
+                ELSE (SELECT count(*) FROM (
+                          SELECT 1 FROM retrieval_lexicalposting p
+                          WHERE p.data_source_id = l.source AND p.lexeme = l.word COLLATE "C"
+                          LIMIT %(count_cap)s) AS capped)
+           END AS df
+    FROM listed l
 ), idf AS (
-    SELECT word, ln((%(chunks)s::float8 + 1) / (least(sum(df), %(chunks)s::float8) + 0.5)) AS idf
-    FROM frequency
-    GROUP BY word
+    -- past the cap, ANALYZE's share of chunks holding the word, times N
+    SELECT f.word,
+           ln((%(chunks)s::float8 + 1) / (least(
+               CASE WHEN max(f.df) >= %(count_cap)s
+                    THEN greatest(sum(f.df)::float8, coalesce(max(e.share), 0) * %(chunks)s)
+                    ELSE sum(f.df)::float8 END,
+               %(chunks)s::float8) + 0.5)) AS idf
+    FROM frequency f
+    LEFT JOIN unnest(%(estimated_words)s::text[], %(estimated_shares)s::float8[]) AS e(word, share)
+        ON e.word = f.word
+    GROUP BY f.word
 ), partial AS (
     -- a chunk's sum over the lists it is in: all its words' weights for most
     SELECT b.chunk_id, sum(b.weight * i.idf) AS score
     FROM best b JOIN idf i ON i.word = b.word
     GROUP BY b.chunk_id
     ORDER BY score DESC, b.chunk_id
-    LIMIT %(rescored)s
+    LIMIT greatest(%(rescored)s, %(k)s)
 ), scored AS (
     -- the leaders' exact sums, from their own postings of the question's words
     SELECT t.chunk_id, exact.score
     FROM partial t
+    JOIN documents_chunk c ON c.id = t.chunk_id
     CROSS JOIN LATERAL (
         SELECT sum(p.weight * i.idf) AS score
         FROM retrieval_lexicalposting p JOIN idf i ON i.word = p.lexeme
         WHERE p.chunk_id = t.chunk_id AND p.lexeme = ANY(%(words)s::text[] COLLATE "C")
     ) exact
+    WHERE c.organization_id = %(organization)s AND c.is_retrievable
     ORDER BY exact.score DESC, t.chunk_id
     LIMIT %(k)s
 )
-SELECT s.chunk_id, s.score
-FROM scored s JOIN documents_chunk c ON c.id = s.chunk_id
-WHERE c.organization_id = %(organization)s AND c.is_retrievable
-ORDER BY s.score DESC, s.chunk_id
+SELECT chunk_id, score FROM scored ORDER BY score DESC, chunk_id
 """
 
 # the semantic candidates: HNSW over half-precision vectors (the index's expression),
@@ -192,17 +209,18 @@ _size_cache: dict[tuple[str, ...], tuple[float, int]] = {}
 
 
 def common_lexemes() -> dict[str, float]:
-    """Lexemes ANALYZE estimates in more than ``PER_WORD_POSTINGS`` chunks, with
-    those estimates: the document frequency of a word whose postings were cut off.
+    """The share of chunks holding each lexeme ANALYZE finds in more than
+    ``COUNT_CAP`` chunks: a document frequency past the counting cap.
 
     Postgres samples each tsvector column's most common lexemes and their
-    frequencies. Cached per process for ``STATISTICS_TTL_SECONDS``; a question
-    sends only its own words' estimates (all of them cost ~2 ms per statement).
+    frequencies over the whole table; the share is applied to the app's own N.
+    Cached per process for ``STATISTICS_TTL_SECONDS``; a question sends only its
+    own words' shares (all of them cost ~2 ms per statement).
     """
     global _common_cache
-    fetched_at, estimates = _common_cache
+    fetched_at, shares = _common_cache
     if time.monotonic() - fetched_at < STATISTICS_TTL_SECONDS:
-        return estimates
+        return shares
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples"
@@ -211,13 +229,13 @@ def common_lexemes() -> dict[str, float]:
             " AND s.schemaname = current_schema()"
         )
         row = cursor.fetchone()
-    estimates = {}
+    shares = {}
     if row and row[0]:
         for word, frequency in zip(row[0], row[1], strict=False):  # freqs end with 3 extras
-            if frequency * row[2] > PER_WORD_POSTINGS:
-                estimates[word] = frequency * row[2]
-    _common_cache = (time.monotonic(), estimates)
-    return estimates
+            if frequency * row[2] > COUNT_CAP:
+                shares[word] = frequency
+    _common_cache = (time.monotonic(), shares)
+    return shares
 
 
 def retrievable_chunks(data_source_ids: Sequence[uuid.UUID]) -> int:
@@ -265,7 +283,7 @@ def statement_params(
         "question": question[:2000],
         "per_word": PER_WORD_POSTINGS,
         "rescored": RESCORED_CANDIDATES,
-        "chunks": retrievable_chunks(data_source_ids) if data_source_ids else 0,
+        "count_cap": COUNT_CAP,
         "rrf_k": RRF_K,
         "top": top_k,
     }
@@ -351,17 +369,18 @@ def lexical_rows(params: dict[str, Any]) -> list[tuple]:
 
 
 def lexical_params(params: dict[str, Any]) -> dict[str, Any] | None:
-    """The ranking statement's parameters: the question's lexemes (the analyzer's, by
-    Postgres) and ANALYZE's estimates for just those words; None if it has none."""
+    """The ranking statement's parameters: the question's first lexemes, N, and
+    ANALYZE's shares for just those words; None if the question has no words."""
     words = _rows(_WORDS_SQL, params, configure=False)[0][0][:MAX_QUERY_WORDS]
     if not words:
         return None
-    estimates = common_lexemes()
-    estimated = [word for word in words if word in estimates]
+    shares = common_lexemes()
+    estimated = [word for word in words if word in shares]
     return params | {
         "words": words,
+        "chunks": retrievable_chunks(params["data_sources"]),
         "estimated_words": estimated,
-        "estimated_chunks": [estimates[word] for word in estimated],
+        "estimated_shares": [shares[word] for word in estimated],
     }
 
 

@@ -49,8 +49,14 @@ $$;
 CREATE TRIGGER chunk_postings_insert AFTER INSERT ON documents_chunk
     FOR EACH ROW WHEN (NEW.is_retrievable) EXECUTE FUNCTION retrieval_postings_sync();
 CREATE TRIGGER chunk_postings_update
-    AFTER UPDATE OF is_retrievable, chunk_text, data_source_id ON documents_chunk
-    FOR EACH ROW WHEN (OLD.is_retrievable OR NEW.is_retrievable)
+    AFTER UPDATE OF is_retrievable, chunk_text, data_source_id, id ON documents_chunk
+    FOR EACH ROW WHEN (
+        OLD.is_retrievable IS DISTINCT FROM NEW.is_retrievable
+        OR (NEW.is_retrievable AND (
+            OLD.chunk_text IS DISTINCT FROM NEW.chunk_text
+            OR OLD.data_source_id IS DISTINCT FROM NEW.data_source_id
+            OR OLD.id IS DISTINCT FROM NEW.id))
+    )
     EXECUTE FUNCTION retrieval_postings_sync();
 CREATE TRIGGER chunk_postings_delete AFTER DELETE ON documents_chunk
     FOR EACH ROW WHEN (OLD.is_retrievable) EXECUTE FUNCTION retrieval_postings_sync();
@@ -90,10 +96,14 @@ class Migration(migrations.Migration):
                 ('chunk', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='documents.chunk')),
                 ('data_source', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='documents.datasource')),
             ],
-            options={
-                'indexes': [models.Index(fields=['data_source', 'lexeme', '-weight'], include=('chunk',), name='posting_best_first')],
-            },
         ),
         migrations.RunSQL(POSTING_ROWS, "DROP FUNCTION retrieval_posting_rows(tsvector)"),
         migrations.RunSQL(POSTING_TRIGGERS, UNDO_POSTING_TRIGGERS),
+        # after the backfill: one sorted build instead of a row-by-row insert
+        migrations.AddIndex(
+            model_name="lexicalposting",
+            index=models.Index(
+                fields=["data_source", "lexeme", "-weight", "chunk"], name="posting_best_first"
+            ),
+        ),
     ]

@@ -9,9 +9,10 @@ import uuid
 from collections import defaultdict
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 
-from documents.models import Chunk
+from documents.models import Chunk, Organization
 from retrieval import search
 from retrieval.models import LexicalPosting
 
@@ -67,8 +68,12 @@ def _new_chunk(template: Chunk, text: str, position: int, **fields) -> Chunk:  #
     )
 
 
-def _lexical(library, question: str, **overrides) -> list[tuple[uuid.UUID, float]]:  # noqa: ANN001
-    source_ids = list(library.squad.data_sources.values_list("pk", flat=True))
+def _lexical(library, question: str, *, apps=None, **overrides) -> list[tuple[uuid.UUID, float]]:  # noqa: ANN001
+    source_ids = [
+        pk
+        for app in apps or [library.squad]
+        for pk in app.data_sources.values_list("pk", flat=True)
+    ]
     params = search.statement_params(
         organization_id=library.organization.pk,
         data_source_ids=source_ids,
@@ -77,7 +82,11 @@ def _lexical(library, question: str, **overrides) -> list[tuple[uuid.UUID, float
         top_k=10,
         analyzer="english",
     )
-    return [(row[0], row[1]) for row in search.lexical_rows(params | overrides)]
+    ranking = search.lexical_params(params)
+    if ranking is None:
+        return []
+    rows = search._rows(search._LEXICAL_SQL, ranking | overrides, configure=False)
+    return [(row[0], row[1]) for row in rows]
 
 
 @pytest.mark.django_db
@@ -128,11 +137,28 @@ def test_postings_follow_every_change_of_a_chunk(library):  # noqa: ANN001
     assert not LexicalPosting.objects.exists()
 
 
-@pytest.mark.django_db
-def test_the_full_text_side_is_bm25_over_the_postings(library):  # noqa: ANN001
-    """With every posting read, the statement's top-40 and scores are BM25 computed
-    here from the tsvectors; with the per-word bound, nearly the same chunks."""
-    source_ids = list(library.squad.data_sources.values_list("pk", flat=True))
+def _bm25(words: list[str], terms: dict, frequency: dict, size: float) -> list:
+    scores = {
+        chunk_id: sum(
+            _weight(lexemes[w], sum(lexemes.values()))
+            * math.log((size + 1) / (min(frequency[w], size) + 0.5))
+            for w in words
+            if w in lexemes
+        )
+        for chunk_id, lexemes in terms.items()
+        if any(w in lexemes for w in words)
+    }
+    return sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))[:40]
+
+
+def _question_words(question: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [question])
+        return cursor.fetchone()[0]
+
+
+def _source_terms(apps) -> tuple[dict, dict]:  # noqa: ANN001
+    source_ids = [pk for app in apps for pk in app.data_sources.values_list("pk", flat=True)]
     in_sources = set(
         Chunk.objects.filter(data_source_id__in=source_ids, is_retrievable=True).values_list(
             "id", flat=True
@@ -143,29 +169,60 @@ def test_the_full_text_side_is_bm25_over_the_postings(library):  # noqa: ANN001
     for lexemes in terms.values():
         for lexeme in lexemes:
             frequency[lexeme] += 1
-    size = len(terms)
+    return terms, frequency
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("app_names", [["squad"], ["squad", "handbook"]])
+def test_the_full_text_side_is_bm25_over_the_postings(library, app_names):  # noqa: ANN001
+    """With every posting read, the statement's top-40 and scores are BM25 computed
+    here from the tsvectors, over one source or two; with the per-word bound,
+    nearly the same chunks."""
+    apps = [getattr(library, name) for name in app_names]
+    terms, frequency = _source_terms(apps)
     overlaps = []
     for question in QUESTIONS:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [question])
-            words = cursor.fetchone()[0]
-        scores = {
-            chunk_id: sum(
-                _weight(lexemes[w], sum(lexemes.values()))
-                * math.log((size + 1) / (frequency[w] + 0.5))
-                for w in words
-                if w in lexemes
-            )
-            for chunk_id, lexemes in terms.items()
-            if any(w in lexemes for w in words)
-        }
-        expected = sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))[:40]
-        exact = _lexical(library, question, per_word=10**9)
+        expected = _bm25(_question_words(question), terms, frequency, len(terms))
+        exact = _lexical(library, question, apps=apps, per_word=10**9)
         assert [c for c, _ in exact] == [c for c, _ in expected], question
         assert [s for _, s in exact] == pytest.approx([s for _, s in expected], rel=1e-9)
-        bounded = {c for c, _ in _lexical(library, question)}
+        bounded = {c for c, _ in _lexical(library, question, apps=apps)}
         overlaps.append(len(bounded & {c for c, _ in expected}) / len(expected))
     assert sum(overlaps) / len(overlaps) >= 0.9, overlaps
+
+
+@pytest.mark.django_db
+def test_past_the_counting_cap_the_document_frequency_is_analyzes_share(library):  # noqa: ANN001
+    """A word whose chunks are counted up to the cap takes ANALYZE's share of N, if
+    larger; the count where the share is smaller or unknown."""
+    terms, frequency = _source_terms([library.squad])
+    question, common = max(
+        ((q, w) for q in QUESTIONS for w in _question_words(q)), key=lambda qw: frequency[qw[1]]
+    )
+    words = _question_words(question)
+    assert frequency[common] > 5
+    share = 0.5
+    size = len(terms)
+    estimated = dict(frequency)
+    for w in words:
+        if frequency[w] >= 5:  # counted up to the cap of 5, then the share if larger
+            estimated[w] = max(5, share * size) if w == common else 5
+    found = _lexical(
+        library,
+        question,
+        per_word=3,
+        count_cap=5,
+        rescored=10**6,
+        estimated_words=[common],
+        estimated_shares=[share],
+    )
+    # every posting of every word still reached the candidates through the rescoring
+    expected = _bm25(words, terms, estimated, size)
+    scores = dict(found)
+    for chunk_id, score in expected:
+        if chunk_id in scores:
+            assert scores[chunk_id] == pytest.approx(score, rel=1e-9)
+    assert len(set(scores) & {c for c, _ in expected}) >= 10
 
 
 @pytest.mark.django_db
@@ -201,3 +258,82 @@ def test_another_sources_postings_are_never_candidates(library):  # noqa: ANN001
     other = Chunk.objects.filter(data_source__in=library.handbook.data_sources.all()).first()
     _new_chunk(other, "zqyunique appears in the handbook only", 50_000, is_retrievable=True)
     assert _lexical(library, "zqyunique") == []
+
+
+@pytest.mark.django_db
+def test_equal_weights_are_cut_by_chunk_id_every_time(library):  # noqa: ANN001
+    """Among chunks of equal weight the smallest ids make the cut, before and after
+    their postings are rewritten: retrieval does not depend on physical order."""
+    template = Chunk.objects.filter(
+        data_source__in=library.squad.data_sources.all(), is_retrievable=True
+    ).first()
+    chunks = [
+        _new_chunk(template, "the zqtie grows by the water", 70_000 + n, is_retrievable=True)
+        for n in range(search.PER_WORD_POSTINGS + 30)
+    ]
+    expected = sorted((c.pk for c in chunks), key=str)[:40]
+    assert [c for c, _ in _lexical(library, "zqtie")] == expected
+    Chunk.objects.filter(pk__in=expected).update(is_retrievable=False)
+    Chunk.objects.filter(pk__in=expected).update(is_retrievable=True)  # written again, last
+    assert [c for c, _ in _lexical(library, "zqtie")] == expected
+
+
+@pytest.mark.django_db
+def test_a_posting_of_another_organizations_chunk_is_never_returned(library):  # noqa: ANN001
+    """Even a posting filed under the app's data source: the chunk's organization decides."""
+    template = Chunk.objects.filter(
+        data_source__in=library.squad.data_sources.all(), is_retrievable=True
+    ).first()
+    other = Organization.objects.create(name=f"Other {uuid.uuid4().hex[:6]}")
+    stray = _new_chunk(
+        template, "zqstray belongs elsewhere", 80_000, is_retrievable=True, organization_id=other.pk
+    )
+    assert Chunk.objects.get(pk=stray.pk).organization_id == other.pk
+    assert LexicalPosting.objects.filter(chunk_id=stray.pk).exists()
+    assert _lexical(library, "zqstray") == []
+
+
+@pytest.mark.django_db
+def test_the_first_words_of_a_long_question_are_kept(library):  # noqa: ANN001
+    """Past ``MAX_QUERY_WORDS`` lexemes the question's first words count, not the
+    alphabetically first."""
+    template = Chunk.objects.filter(
+        data_source__in=library.squad.data_sources.all(), is_retrievable=True
+    ).first()
+    wanted = _new_chunk(template, "zzqfirst", 90_000, is_retrievable=True)
+    filler = " ".join(f"aa{chr(97 + n // 26)}{chr(97 + n % 26)}word" for n in range(80))
+    assert _lexical(library, f"zzqfirst {filler}")[0][0] == wanted.pk
+
+
+@pytest.mark.django_db
+def test_rebuild_postings_finds_and_mends_any_difference(library):  # noqa: ANN001
+    """``rebuild_postings --check`` fails on missing, changed and stray postings;
+    ``rebuild_postings`` restores exactly what the triggers maintain."""
+    call_command("rebuild_postings", "--check")
+    before = {
+        (p.chunk_id, p.lexeme): (p.data_source_id, p.weight) for p in LexicalPosting.objects.all()
+    }
+    first = LexicalPosting.objects.order_by("chunk_id", "lexeme").first()
+    with connection.cursor() as cursor:  # as a data-only restore or a replica could leave them
+        cursor.execute("ALTER TABLE documents_chunk DISABLE TRIGGER USER")
+        cursor.execute("DELETE FROM retrieval_lexicalposting WHERE chunk_id = %s", [first.chunk_id])
+        cursor.execute(
+            "UPDATE retrieval_lexicalposting SET weight = weight + 1"
+            " WHERE chunk_id = (SELECT max(chunk_id::text)::uuid FROM retrieval_lexicalposting)"
+        )
+        cursor.execute(
+            "UPDATE documents_chunk SET is_retrievable = false WHERE id ="
+            " (SELECT min(chunk_id::text)::uuid FROM retrieval_lexicalposting)"
+        )
+        cursor.execute("ALTER TABLE documents_chunk ENABLE TRIGGER USER")
+    with pytest.raises(CommandError, match=r"[1-9]\d* postings missing .* [1-9]\d* stray"):
+        call_command("rebuild_postings", "--check")
+    call_command("rebuild_postings")
+    call_command("rebuild_postings", "--check")
+    hidden = Chunk.objects.filter(is_retrievable=False, pk__in={k[0] for k in before})
+    after = {
+        (p.chunk_id, p.lexeme): (p.data_source_id, p.weight) for p in LexicalPosting.objects.all()
+    }
+    assert after == {
+        k: v for k, v in before.items() if k[0] not in set(hidden.values_list("pk", flat=True))
+    }
