@@ -56,7 +56,7 @@ PER_WORD_POSTINGS = 100
 # such a word's chunks are counted up to this many per source, then estimated
 COUNT_CAP = 200
 MAX_QUERY_WORDS = 64  # the first ones of the question
-RESCORED_CANDIDATES = 100
+RESCORED_CANDIDATES = 60
 STATISTICS_TTL_SECONDS = 300.0
 CACHED_SIZE_MINIMUM = 10_000  # fewer chunks are counted per question (< 1 ms)
 
@@ -90,7 +90,7 @@ WITH words AS (
     ) p
 ), listed AS (
     SELECT word, source, count(*) AS listed FROM best GROUP BY word, source
-), frequency AS (
+), frequency AS MATERIALIZED (
     -- a list cut off at the limit: the word's chunks in that source counted, up to a cap
     SELECT l.word,
            CASE WHEN l.listed < %(per_word)s THEN l.listed
