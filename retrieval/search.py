@@ -40,14 +40,16 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from django.conf import settings
 from django.db import connection, connections, transaction
+
+T = TypeVar("T")
 
 RRF_K = 60
 EF_SEARCH = 128
@@ -204,8 +206,23 @@ class SearchHit:
         return "SEMANTIC_SEARCH" if self.semantic_rank else "FULL_TEXT_SEARCH"
 
 
-_common_cache: tuple[float, dict[str, float]] = (0.0, {})
-_size_cache: dict[tuple[str, ...], tuple[float, int]] = {}
+_statistics: dict[Any, tuple[float, Any]] = {}
+
+
+def _remembered(
+    key: Any, compute: Callable[[], T], *, keep: Callable[[T], bool] = lambda _: True
+) -> T:
+    """``compute()``, reused in this process for ``STATISTICS_TTL_SECONDS`` unless
+    ``keep`` refuses the value."""
+    cached = _statistics.get(key)
+    if cached and time.monotonic() - cached[0] < STATISTICS_TTL_SECONDS:
+        return cached[1]
+    value = compute()
+    if keep(value):
+        if len(_statistics) > 1000:
+            _statistics.clear()
+        _statistics[key] = (time.monotonic(), value)
+    return value
 
 
 def common_lexemes() -> dict[str, float]:
@@ -214,13 +231,13 @@ def common_lexemes() -> dict[str, float]:
 
     Postgres samples each tsvector column's most common lexemes and their
     frequencies over the whole table; the share is applied to the app's own N.
-    Cached per process for ``STATISTICS_TTL_SECONDS``; a question sends only its
-    own words' shares (all of them cost ~2 ms per statement).
+    A question sends only its own words' shares (all of them cost ~2 ms per
+    statement).
     """
-    global _common_cache
-    fetched_at, shares = _common_cache
-    if time.monotonic() - fetched_at < STATISTICS_TTL_SECONDS:
-        return shares
+    return _remembered("common lexemes", _common_lexemes_read)
+
+
+def _common_lexemes_read() -> dict[str, float]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples"
@@ -229,36 +246,29 @@ def common_lexemes() -> dict[str, float]:
             " AND s.schemaname = current_schema()"
         )
         row = cursor.fetchone()
-    shares = {}
-    if row and row[0]:
-        for word, frequency in zip(row[0], row[1], strict=False):  # freqs end with 3 extras
-            if frequency * row[2] > COUNT_CAP:
-                shares[word] = frequency
-    _common_cache = (time.monotonic(), shares)
-    return shares
+    if not (row and row[0]):
+        return {}
+    words, frequencies, rows = row  # the frequencies end with 3 extra numbers
+    return {w: f for w, f in zip(words, frequencies, strict=False) if f * rows > COUNT_CAP}
 
 
 def retrievable_chunks(data_source_ids: Sequence[uuid.UUID]) -> int:
-    """How many retrievable chunks the data sources hold (BM25's N), cached per
-    process for ``STATISTICS_TTL_SECONDS`` once it is large enough to be costly to
-    count: it only scales idf, but a stale small count (a source queried empty,
-    then filled) would flatten idf for minutes."""
-    key = tuple(sorted(str(i) for i in data_source_ids))
-    cached = _size_cache.get(key)
-    if cached and time.monotonic() - cached[0] < STATISTICS_TTL_SECONDS:
-        return cached[1]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM documents_chunk"
-            " WHERE data_source_id = ANY(%s::uuid[]) AND is_retrievable",
-            [list(data_source_ids)],
-        )
-        size = cursor.fetchone()[0]
-    if size >= CACHED_SIZE_MINIMUM:
-        if len(_size_cache) > 1000:
-            _size_cache.clear()
-        _size_cache[key] = (time.monotonic(), size)
-    return size
+    """How many retrievable chunks the data sources hold (BM25's N), remembered
+    once it is large enough to be costly to count: it only scales idf, but a
+    stale small count (a source queried empty, then filled) would flatten idf
+    for minutes."""
+
+    def count() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM documents_chunk"
+                " WHERE data_source_id = ANY(%s::uuid[]) AND is_retrievable",
+                [list(data_source_ids)],
+            )
+            return cursor.fetchone()[0]
+
+    key = ("retrievable chunks", *sorted(str(i) for i in data_source_ids))
+    return _remembered(key, count, keep=lambda size: size >= CACHED_SIZE_MINIMUM)
 
 
 def vector_literal(vector: Sequence[float]) -> str:

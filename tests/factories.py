@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import io
+import uuid
 
 from documents.api_keys import api_key_create
-from documents.models import DataSource, Organization
+from documents.models import Chunk, DataSource, Organization
 from documents.uploads import UploadResult, file_upload
 from retrieval.services import vector_database_default
 
@@ -29,3 +30,16 @@ def api_key(org: Organization | None = None) -> str:
 
 def upload(source: DataSource, name: str, data: bytes) -> UploadResult:
     return file_upload(data_source=source, name=name, stream=io.BytesIO(data))
+
+
+def chunk_like(template: Chunk, text: str, position: int, **fields: object) -> Chunk:
+    """A chunk of ``template``'s file and source holding ``text`` (``fields`` override)."""
+    copied = {
+        field.attname: getattr(template, field.attname)
+        for field in Chunk._meta.concrete_fields
+        if field.attname not in {"id", "position", "chunk_text", "search_vector"}
+        and not field.generated
+    }
+    return Chunk.objects.create(
+        **{**copied, **fields}, id=uuid.uuid4(), position=position, chunk_text=text
+    )

@@ -15,6 +15,7 @@ from django.db import connection
 from documents.models import Chunk, Organization
 from retrieval import search
 from retrieval.models import LexicalPosting
+from tests import factories
 
 # BM25 as the migration defines it, written out again here
 K1, B, AVERAGE_POSITIONS = 1.2, 0.75, 80.0
@@ -53,19 +54,6 @@ def _postings(chunk_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str], float]:
         (p.chunk_id, p.lexeme): p.weight
         for p in LexicalPosting.objects.filter(chunk_id__in=chunk_ids)
     }
-
-
-def _new_chunk(template: Chunk, text: str, position: int, **fields) -> Chunk:  # noqa: ANN003
-    """A chunk of ``template``'s file and source holding ``text``."""
-    copied = {
-        field.attname: getattr(template, field.attname)
-        for field in Chunk._meta.concrete_fields
-        if field.attname not in {"id", "position", "chunk_text", "search_vector"}
-        and not field.generated
-    }
-    return Chunk.objects.create(
-        **{**copied, **fields}, id=uuid.uuid4(), position=position, chunk_text=text
-    )
 
 
 def _lexical(library, question: str, *, apps=None, **overrides) -> list[tuple[uuid.UUID, float]]:  # noqa: ANN001
@@ -113,7 +101,7 @@ def test_postings_follow_every_change_of_a_chunk(library):  # noqa: ANN001
     """Becoming retrievable, ceasing to be, a new text, deletion and TRUNCATE: the
     trigger keeps the postings equal to the retrievable chunks' lexemes."""
     template = Chunk.objects.filter(is_retrievable=True).first()
-    hidden = _new_chunk(template, "Zebras graze quietly.", 20_000, is_retrievable=False)
+    hidden = factories.chunk_like(template, "Zebras graze quietly.", 20_000, is_retrievable=False)
     assert _postings([hidden.pk]) == {}
 
     Chunk.objects.filter(pk=hidden.pk).update(is_retrievable=True)
@@ -125,7 +113,7 @@ def test_postings_follow_every_change_of_a_chunk(library):  # noqa: ANN001
     Chunk.objects.filter(pk=hidden.pk).update(is_retrievable=False)
     assert _postings([hidden.pk]) == {}
 
-    shown = _new_chunk(template, "Okapis hide in forests.", 20_001, is_retrievable=True)
+    shown = factories.chunk_like(template, "Okapis hide in forests.", 20_001, is_retrievable=True)
     assert {lexeme for _, lexeme in _postings([shown.pk])} == {"okapi", "hide", "forest"}
     Chunk.objects.filter(pk=shown.pk).delete()
     assert _postings([shown.pk]) == {}
@@ -234,8 +222,10 @@ def test_the_best_matches_are_found_not_the_first(library):  # noqa: ANN001
     ).first()
     filler = " ".join(["the river delta floods every spring season"] * 12)
     for n in range(search.PER_WORD_POSTINGS + 50):
-        _new_chunk(template, f"{filler} zqxmarker {n}", 30_000 + n, is_retrievable=True)
-    dense = _new_chunk(template, "zqxmarker zqxmarker zqxmarker", 40_000, is_retrievable=True)
+        factories.chunk_like(template, f"{filler} zqxmarker {n}", 30_000 + n, is_retrievable=True)
+    dense = factories.chunk_like(
+        template, "zqxmarker zqxmarker zqxmarker", 40_000, is_retrievable=True
+    )
     found = _lexical(library, "Where is the zqxmarker?")
     assert found[0][0] == dense.pk
     assert len(found) == 40
@@ -248,7 +238,7 @@ def test_bm25_counts_a_small_source_afresh(library):  # noqa: ANN001
     template = Chunk.objects.filter(data_source__in=library.squad.data_sources.all()).first()
     before = search.retrievable_chunks([template.data_source_id])
     assert before < search.CACHED_SIZE_MINIMUM
-    _new_chunk(template, "Tapirs swim well.", 60_000, is_retrievable=True)
+    factories.chunk_like(template, "Tapirs swim well.", 60_000, is_retrievable=True)
     assert search.retrievable_chunks([template.data_source_id]) == before + 1
 
 
@@ -256,7 +246,9 @@ def test_bm25_counts_a_small_source_afresh(library):  # noqa: ANN001
 def test_another_sources_postings_are_never_candidates(library):  # noqa: ANN001
     """The statement reads only the app's data sources."""
     other = Chunk.objects.filter(data_source__in=library.handbook.data_sources.all()).first()
-    _new_chunk(other, "zqyunique appears in the handbook only", 50_000, is_retrievable=True)
+    factories.chunk_like(
+        other, "zqyunique appears in the handbook only", 50_000, is_retrievable=True
+    )
     assert _lexical(library, "zqyunique") == []
 
 
@@ -268,7 +260,9 @@ def test_equal_weights_are_cut_by_chunk_id_every_time(library):  # noqa: ANN001
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
     ).first()
     chunks = [
-        _new_chunk(template, "the zqtie grows by the water", 70_000 + n, is_retrievable=True)
+        factories.chunk_like(
+            template, "the zqtie grows by the water", 70_000 + n, is_retrievable=True
+        )
         for n in range(search.PER_WORD_POSTINGS + 30)
     ]
     expected = sorted((c.pk for c in chunks), key=str)[:40]
@@ -285,7 +279,7 @@ def test_a_posting_of_another_organizations_chunk_is_never_returned(library):  #
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
     ).first()
     other = Organization.objects.create(name=f"Other {uuid.uuid4().hex[:6]}")
-    stray = _new_chunk(
+    stray = factories.chunk_like(
         template, "zqstray belongs elsewhere", 80_000, is_retrievable=True, organization_id=other.pk
     )
     assert Chunk.objects.get(pk=stray.pk).organization_id == other.pk
@@ -300,7 +294,7 @@ def test_the_first_words_of_a_long_question_are_kept(library):  # noqa: ANN001
     template = Chunk.objects.filter(
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
     ).first()
-    wanted = _new_chunk(template, "zzqfirst", 90_000, is_retrievable=True)
+    wanted = factories.chunk_like(template, "zzqfirst", 90_000, is_retrievable=True)
     filler = " ".join(f"aa{chr(97 + n // 26)}{chr(97 + n % 26)}word" for n in range(80))
     assert _lexical(library, f"zzqfirst {filler}")[0][0] == wanted.pk
 

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from documents.models import Chunk
 from retrieval import search
 from retrieval.embedders import default_embedder
+from tests import factories
 
 QUESTIONS = [
     "Which NFL team represented the AFC at Super Bowl 50?",
@@ -117,16 +118,10 @@ def test_a_caller_inside_a_transaction_finds_the_rows_it_wrote(library):  # noqa
     word = f"zq{uuid.uuid4().hex[:10]}"
     source = library.squad.data_sources.get()
     template = Chunk.objects.filter(data_source=source, is_retrievable=True).first()
-    added = Chunk.objects.create(
-        **{
-            field.attname: getattr(template, field.attname)
-            for field in Chunk._meta.concrete_fields
-            if field.attname not in {"id", "position", "chunk_text", "search_vector", "embedding"}
-            and not field.generated
-        },
-        id=uuid.uuid4(),
-        position=10_000,
-        chunk_text=f"The {word} appears in one chunk only.",
+    added = factories.chunk_like(
+        template,
+        f"The {word} appears in one chunk only.",
+        10_000,
         embedding=[-x for x in template.embedding],  # only the full-text side can find it
     )
     assert connection.in_atomic_block

@@ -16,17 +16,16 @@ SELECT c.id AS chunk_id, p.lexeme, c.data_source_id, p.weight
 FROM documents_chunk c, retrieval_posting_rows(c.search_vector) AS p
 WHERE c.is_retrievable
 """
-_DIFFERENCES = """
-WITH expected AS (
-    SELECT c.id AS chunk_id, p.lexeme, c.data_source_id, p.weight
-    FROM documents_chunk c, retrieval_posting_rows(c.search_vector) AS p
-    WHERE c.is_retrievable
-), stored AS (
+_DIFFERENCES = (
+    "WITH expected AS ("  # noqa: S608 (constant text, no input)
+    + _EXPECTED
+    + """), stored AS (
     SELECT chunk_id, lexeme, data_source_id, weight FROM retrieval_lexicalposting
 )
 SELECT (SELECT count(*) FROM (SELECT * FROM expected EXCEPT SELECT * FROM stored) AS missing),
        (SELECT count(*) FROM (SELECT * FROM stored EXCEPT SELECT * FROM expected) AS stray)
 """
+)
 _REBUILD = (
     "INSERT INTO retrieval_lexicalposting (chunk_id, lexeme, data_source_id, weight)" + _EXPECTED
 )
