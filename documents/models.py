@@ -9,8 +9,11 @@ from django.conf import settings
 from django.contrib.postgres.indexes import OpClass
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import F
 from django.db.models.functions import Cast
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
+
+from documents.fulltext import spaced_scripts
 
 EMBEDDING_DIMENSIONS = 384
 
@@ -246,7 +249,8 @@ class Chunk(models.Model):
     page_end = models.PositiveIntegerField(null=True, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     search_vector = models.GeneratedField(
-        expression=SearchVector("chunk_text", config="english"),
+        # Latin words written against Arabic, CJK, ... letters are words of their own
+        expression=SearchVector(spaced_scripts(F("chunk_text")), config="english"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -49,6 +49,8 @@ import psycopg
 from django.conf import settings
 from django.db import connection, connections, transaction
 
+from documents.fulltext import SCRIPT_BOUNDARY
+
 T = TypeVar("T")
 
 RRF_K = 60
@@ -69,10 +71,13 @@ SELECT set_config('hnsw.ef_search', %s, true),
        set_config('enable_seqscan', 'off', true)
 """
 
-# the question's lexemes (the analyzer's, by Postgres) in the order they first appear
+# the question's lexemes (the analyzer's, by Postgres) in the order they first appear,
+# split at script boundaries as the chunks' are (documents/fulltext.py)
 _WORDS_SQL = """
 SELECT coalesce(array_agg(t.lexeme ORDER BY t.positions[1], t.lexeme), '{}')
-FROM unnest(to_tsvector(%(analyzer)s::regconfig, %(question)s)) AS t
+FROM unnest(to_tsvector(
+    %(analyzer)s::regconfig, regexp_replace(%(question)s, %(script_boundary)s, ' ', 'g')
+)) AS t
 """
 
 # the full-text candidates: BM25 over the question's lexemes, summed over each word's
@@ -291,6 +296,7 @@ def statement_params(
         "k": candidate_k,
         "analyzer": analyzer,
         "question": question[:2000],
+        "script_boundary": SCRIPT_BOUNDARY,
         "per_word": PER_WORD_POSTINGS,
         "rescored": RESCORED_CANDIDATES,
         "count_cap": COUNT_CAP,

@@ -331,3 +331,65 @@ def test_rebuild_postings_finds_and_mends_any_difference(library):  # noqa: ANN0
     assert after == {
         k: v for k, v in before.items() if k[0] not in set(hidden.values_list("pk", flat=True))
     }
+
+
+def _arabic_line_with_python(corpus) -> str:  # noqa: ANN001
+    """A line of the corpus's Arabic PDF, as converted, where "Python" follows the
+    Arabic "و" (and) with no space: the PDF itself sets none."""
+    from documents.converters import converter_for
+
+    pdf = (corpus / "docling/pdf/right_to_left_01.pdf").read_bytes()
+    markdown = converter_for("pdf").convert(pdf).markdown
+    return next(line for line in markdown.splitlines() if "\u0648Python" in line)
+
+
+@pytest.mark.django_db
+def test_latin_words_against_unspaced_scripts_are_words_of_their_own(library, corpus):  # noqa: ANN001
+    """ "وPython", "使用Python进行" and "Python을" hold the word "Python": a search for
+    it finds them, and a question written that way finds an English "Python"; the
+    chunk text stays exactly the Markdown slice."""
+    template = Chunk.objects.filter(
+        data_source__in=library.squad.data_sources.all(), is_retrievable=True
+    ).first()
+    texts = [
+        _arabic_line_with_python(corpus),
+        "我们使用Python进行数据分析。",
+        "데이터 분석에는 Python을 사용합니다.",
+        "הספרייה כתובה בשפתPython ובשפת C.",
+    ]
+    chunks = [
+        factories.chunk_like(template, text, 70_000 + n, is_retrievable=True)
+        for n, text in enumerate(texts)
+    ]
+    found = {chunk_id for chunk_id, _ in _lexical(library, "Python")}
+    assert {c.pk for c in chunks} <= found
+    for chunk, text in zip(chunks, texts, strict=True):
+        chunk.refresh_from_db()
+        assert chunk.chunk_text == text
+        assert "python" in _tsvector_terms([chunk.pk])[chunk.pk]
+    english = factories.chunk_like(
+        template, "Pythonesque zqwscript Python tooling", 70_100, is_retrievable=True
+    )
+    found = [chunk_id for chunk_id, _ in _lexical(library, "ما هو وzqwscript؟")]
+    assert found[0] == english.pk
+
+
+@pytest.mark.django_db
+def test_text_without_a_script_boundary_is_indexed_as_before(library):  # noqa: ANN001
+    """Words within one script, accented Latin and Arabic with its vowel signs, are
+    lexemes exactly as Postgres's parser makes them on the plain text."""
+    template = Chunk.objects.filter(data_source__in=library.squad.data_sources.all()).first()
+    texts = [
+        "Le café naïve déjà vu, R2-D2 and x86_64.",
+        "يمكن أن يؤدي أيضًا إلى اتخاذ قرارات أكثر دقة بناءً على البيانات",
+        "データ分析 and 数据 are written apart.",
+    ]
+    for n, text in enumerate(texts):
+        chunk = factories.chunk_like(template, text, 71_000 + n, is_retrievable=True)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT search_vector = to_tsvector('english', %s) FROM documents_chunk"
+                " WHERE id = %s",
+                [text, chunk.pk],
+            )
+            assert cursor.fetchone() == (True,), text

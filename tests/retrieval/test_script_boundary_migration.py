@@ -1,0 +1,45 @@
+"""documents 0006 re-indexes chunks with the script-boundary rule: a Latin word set
+against Arabic letters becomes searchable on its own once migrated, stops being so
+when the migration is undone, and the postings follow the column both ways."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from retrieval import search
+from tests import factories
+from tests.conftest import wait_for_status
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+# as in the corpus's right_to_left_01.pdf: the Arabic "and" against "Python"
+DOCUMENT = "# البرمجة\n\nيمكن للمبرمجين استخدام R وPython لتنفيذ عمليات تحليلية متقدمة.\n"
+
+
+def _found(source, question: str) -> set:  # noqa: ANN001
+    params = search.statement_params(
+        organization_id=source.organization_id,
+        data_source_ids=[source.pk],
+        question=question,
+        candidate_k=40,
+        top_k=10,
+        analyzer="english",
+    )
+    return {row[0] for row in search.lexical_rows(params)}
+
+
+def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker):  # noqa: ANN001
+    source = factories.data_source()
+    record = factories.upload(source, "arabic.md", DOCUMENT.encode()).file
+    assert wait_for_status(record.pk).status == "ready"
+    (chunk_id,) = record.chunks.values_list("pk", flat=True)
+    assert _found(source, "Python") == {chunk_id}
+    try:
+        call_command("migrate", "documents", "0005", verbosity=0)
+        assert _found(source, "Python") == set()
+        call_command("rebuild_postings", "--check")
+    finally:
+        call_command("migrate", "documents", verbosity=0)
+    assert _found(source, "Python") == {chunk_id}
+    call_command("rebuild_postings", "--check")
