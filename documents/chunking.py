@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from documents.markdown_structure import Block, MarkdownStructure
 from documents.tokens import TokenMap
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])[\"')\]]*\s+")
+# with Arabic "؟", "؛" and Urdu "۔"
+_SENTENCE_END = re.compile(r"(?<=[.!?;:\u061f\u061b\u06d4])[\"')\]]*\s+")
 _LINE_SPLIT_KINDS = {"table", "bullet_list", "ordered_list", "fence", "code_block", "blockquote"}
 
 

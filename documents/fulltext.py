@@ -1,4 +1,4 @@
-"""The text Postgres full-text search reads: a chunk's, or a question's.
+"""Words as search sees them, in a chunk or a question.
 
 Postgres's parser splits words only at spaces and punctuation, so a Latin word
 written against Arabic, Hebrew, Thai, CJK or Hangul letters ("وPython",
@@ -9,25 +9,41 @@ changes: chunk text, and so every location, stays the exact Markdown slice.
 
 The same rule runs, in SQL, on both sides: the chunks' generated
 ``search_vector`` (``documents.Chunk``) and the question's words
-(``retrieval.search``), so a question's lexemes are the chunks' lexemes.
+(``retrieval.search``), so a question's lexemes are the chunks' lexemes; and in
+Python, where the extractive generator compares a question's words with a
+sentence's (``words``).
 """
 
 from __future__ import annotations
+
+import re
 
 from django.db.models import Expression, Func, TextField, Value
 
 # letters of scripts that attach words to their neighbours without a space:
 # Hebrew to Arabic Extended, presentation forms, Thai, kana, CJK, Hangul
-# (Postgres's regular expressions read the \u escapes)
-UNSPACED_SCRIPTS = (
-    r"\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff\u0e00-\u0e7f"
-    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+UNSPACED_RANGES = (
+    (0x0590, 0x08FF),
+    (0xFB1D, 0xFDFF),
+    (0xFE70, 0xFEFF),
+    (0x0E00, 0x0E7F),
+    (0x3040, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0xAC00, 0xD7AF),
 )
+# as Postgres's regular expressions write them (\u escapes, read by the regex engine)
+_UNSPACED_SQL = "".join(rf"\u{low:04x}-\u{high:04x}" for low, high in UNSPACED_RANGES)
 # the empty boundary between such a letter and another letter or digit (Postgres ARE)
 SCRIPT_BOUNDARY = (
-    f"(?<=[{UNSPACED_SCRIPTS}])(?=[[:alnum:]])(?![{UNSPACED_SCRIPTS}])"
-    f"|(?<=[[:alnum:]])(?<![{UNSPACED_SCRIPTS}])(?=[{UNSPACED_SCRIPTS}])"
+    f"(?<=[{_UNSPACED_SQL}])(?=[[:alnum:]])(?![{_UNSPACED_SQL}])"
+    f"|(?<=[[:alnum:]])(?<![{_UNSPACED_SQL}])(?=[{_UNSPACED_SQL}])"
 )
+
+_UNSPACED = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)
+_LETTERS_AND_DIGITS = re.compile(r"[^\W_]+")
+_ONE_SCRIPT = re.compile(f"[{_UNSPACED}]+|[^{_UNSPACED}]+")
 
 
 def spaced_scripts(text: Expression) -> Func:
@@ -40,3 +56,8 @@ def spaced_scripts(text: Expression) -> Func:
         function="regexp_replace",
         output_field=TextField(),
     )
+
+
+def words(text: str) -> list[str]:
+    """``text``'s words, split where the database splits them for search."""
+    return [word for run in _LETTERS_AND_DIGITS.findall(text) for word in _ONE_SCRIPT.findall(run)]

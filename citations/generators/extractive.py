@@ -15,12 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from citations.generators import Claim, Passage
+from documents.fulltext import words
 from retrieval.embedders import default_embedder
 
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+# Arabic "؟" and Urdu "۔" end sentences too
+_SENTENCE_END = re.compile(r"(?<=[.!?\u061f\u06d4])[\"')\]]*\s+")
 _LEAD = re.compile(r"(?:\s*(?:[-*+>]|\d{1,3}[.)])\s+|\s*\|?\s*)")
-_WORD = re.compile(r"[^\W_]+")
 _STOP = frozenset(
     [
         "a",
@@ -92,7 +93,7 @@ class _Sentence:
 
 
 def _words(text: str) -> set[str]:
-    return {w.lower()[:6] for w in _WORD.findall(text) if w.lower() not in _STOP}
+    return {w.lower()[:6] for w in words(text) if w.lower() not in _STOP}
 
 
 def _is_structural(line: str) -> bool:
@@ -115,7 +116,7 @@ def sentences_of(text: str) -> list[tuple[int, int]]:
             while end > start and text[end - 1] in " |\t":
                 end -= 1
             is_row = line.lstrip().startswith("|")
-            if len(_WORD.findall(text[start:end])) >= (2 if is_row else MIN_WORDS):
+            if len(words(text[start:end])) >= (2 if is_row else MIN_WORDS):
                 spans.append((start, end))
     return spans
 

@@ -119,3 +119,12 @@ def test_pages_split_a_chunk_into_one_location_per_page():
     )
     assert (second.line_number_start, second.line_number_end) == (4, 5)
     assert second.hierarchy == ["A"]
+
+
+def test_a_long_arabic_paragraph_is_cut_after_its_question_marks():
+    """A paragraph over budget is cut between sentences; "؟" ends one too."""
+    question = "هل يمكن استخدام مكتبة pandas لتحليل البيانات الكبيرة بكفاءة عالية في العمل؟ "
+    markdown = "# أسئلة\n\n" + question * 12 + "\n"
+    spans = chunk_markdown(MarkdownStructure(markdown), target=TARGET, overlap=OVERLAP)
+    assert len(spans) > 1
+    assert all(markdown[s.char_start : s.char_end].endswith("؟") for s in spans)

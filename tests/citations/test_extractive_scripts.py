@@ -1,0 +1,56 @@
+"""The extractive generator reads Arabic text as search does: "وPython" holds the
+word "Python", and "؟" ends a sentence."""
+
+from __future__ import annotations
+
+from citations.generators import Passage
+from citations.generators.extractive import (
+    CANDIDATES_TO_EMBED,
+    ExtractiveGenerator,
+    sentences_of,
+)
+from documents.converters import converter_for
+from documents.fulltext import words
+from retrieval.embedders import default_embedder
+
+
+def _arabic_sentences(corpus) -> list[str]:  # noqa: ANN001
+    """The corpus's Arabic PDF, as converted, cut at its sentence ends."""
+    pdf = (corpus / "docling/pdf/right_to_left_01.pdf").read_bytes()
+    markdown = converter_for("pdf").convert(pdf).markdown
+    return [markdown[start:end] for start, end in sentences_of(markdown)]
+
+
+def test_words_split_where_the_database_splits_them():
+    assert words("بلغة R وPython، 使用Python进行 Python을 x86_64 café بناءً") == [
+        "بلغة", "R", "و", "Python", "使用", "Python", "进行", "Python", "을",
+        "x86", "64", "café", "بناء",
+    ]  # fmt: skip
+
+
+def test_an_arabic_question_mark_ends_a_sentence():
+    text = "ما هي مكتبة pandas في البرمجة؟ يمكن استخدام مكتبة pandas لإدارة البيانات."
+    assert [text[s:e] for s, e in sentences_of(text)] == [
+        "ما هي مكتبة pandas في البرمجة؟",
+        "يمكن استخدام مكتبة pandas لإدارة البيانات.",
+    ]
+
+
+def test_a_latin_word_against_arabic_letters_counts_as_asked(corpus):  # noqa: ANN001
+    """Only sentences sharing the question's words are embedded when there are
+    many: the PDF's sentence naming Python only as "وPython" is one of them, and
+    the answer quotes it."""
+    sentences = _arabic_sentences(corpus)
+    attached = [s for s in sentences if "\u0648Python" in s and " Python" not in s]
+    others = [s for s in sentences if "Python" not in s]
+    assert attached and others
+    crowd = CANDIDATES_TO_EMBED + 5
+    texts = [others[n % len(others)] for n in range(crowd)] + attached[:1]
+    passages = [Passage(index=n, text=text, score_norm=0.5) for n, text in enumerate(texts)]
+    question = "Python"
+    claims = ExtractiveGenerator(max_sentences=1, threshold=0.0).generate(
+        question=question,
+        question_vector=default_embedder().embed_query(question),
+        passages=passages,
+    )
+    assert [c.passage for c in claims] == [crowd]
