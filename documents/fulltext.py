@@ -4,7 +4,7 @@ Postgres's parser splits words only at spaces and punctuation, so a Latin word
 written against Arabic, Hebrew, Thai, CJK or Hangul letters ("وPython",
 "使用Python进行", "Python을") becomes one token with them, and a search for
 "Python" never finds it. Before a text is turned into lexemes, a space goes
-wherever such a script meets another letter or digit. Only what is indexed
+wherever such a script meets any other character but a space. Only what is indexed
 changes: chunk text, and so every location, stays the exact Markdown slice.
 
 The same rule runs, in SQL, on both sides: the chunks' generated
@@ -20,25 +20,39 @@ import re
 
 from django.db.models import Expression, Func, TextField, Value
 
-# letters of scripts that attach words to their neighbours without a space:
-# Hebrew to Arabic Extended, presentation forms, Thai, kana, CJK, Hangul
+# scripts that attach words to their neighbours without a space
 UNSPACED_RANGES = (
-    (0x0590, 0x08FF),
-    (0xFB1D, 0xFDFF),
-    (0xFE70, 0xFEFF),
-    (0x0E00, 0x0E7F),
-    (0x3040, 0x30FF),
-    (0x3400, 0x4DBF),
-    (0x4E00, 0x9FFF),
-    (0xF900, 0xFAFF),
-    (0xAC00, 0xD7AF),
+    (0x0590, 0x08FF),  # Hebrew, Arabic, Syriac, Thaana, N'Ko, ... Arabic Extended
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x1780, 0x17FF),  # Khmer
+    (0x3000, 0x30FF),  # CJK symbols (々, 〇), hiragana, katakana
+    (0x3130, 0x318F),  # Hangul compatibility Jamo
+    (0x31F0, 0x31FF),  # katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFB1D, 0xFDFF),  # Hebrew and Arabic presentation forms A
+    (0xFE70, 0xFEFC),  # Arabic presentation forms B (not the byte-order mark)
+    (0xFF65, 0xFF9F),  # halfwidth katakana
+    (0x20000, 0x3134F),  # CJK extensions B to G
 )
-# as Postgres's regular expressions write them (\u escapes, read by the regex engine)
-_UNSPACED_SQL = "".join(rf"\u{low:04x}-\u{high:04x}" for low, high in UNSPACED_RANGES)
-# the empty boundary between such a letter and another letter or digit (Postgres ARE)
+
+
+def _sql_escape(code: int) -> str:
+    return rf"\u{code:04x}" if code <= 0xFFFF else rf"\U{code:08x}"
+
+
+# as Postgres's regular expressions write them (escapes read by the regex engine)
+_UNSPACED_SQL = "".join(f"{_sql_escape(low)}-{_sql_escape(high)}" for low, high in UNSPACED_RANGES)
+# the empty boundary between such a character and any other but a space (Postgres
+# ARE); no locale-dependent class, so every server splits alike. A space put next
+# to punctuation changes no lexeme.
 SCRIPT_BOUNDARY = (
-    f"(?<=[{_UNSPACED_SQL}])(?=[[:alnum:]])(?![{_UNSPACED_SQL}])"
-    f"|(?<=[[:alnum:]])(?<![{_UNSPACED_SQL}])(?=[{_UNSPACED_SQL}])"
+    f"(?<=[{_UNSPACED_SQL}])(?=[^{_UNSPACED_SQL}\\s])"
+    f"|(?<=[^{_UNSPACED_SQL}\\s])(?=[{_UNSPACED_SQL}])"
 )
 
 _UNSPACED = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)

@@ -12,6 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from documents.fulltext import SCRIPT_BOUNDARY
 from documents.models import Chunk, Organization
 from retrieval import search
 from retrieval.models import LexicalPosting
@@ -141,7 +142,10 @@ def _bm25(words: list[str], terms: dict, frequency: dict, size: float) -> list:
 
 def _question_words(question: str) -> list[str]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [question])
+        cursor.execute(
+            "SELECT tsvector_to_array(to_tsvector('english', regexp_replace(%s, %s, ' ', 'g')))",
+            [question, SCRIPT_BOUNDARY],
+        )
         return cursor.fetchone()[0]
 
 
@@ -376,13 +380,15 @@ def test_latin_words_against_unspaced_scripts_are_words_of_their_own(library, co
 
 @pytest.mark.django_db
 def test_text_without_a_script_boundary_is_indexed_as_before(library):  # noqa: ANN001
-    """Words within one script, accented Latin and Arabic with its vowel signs, are
-    lexemes exactly as Postgres's parser makes them on the plain text."""
+    """Words within one script (accented Latin, Arabic with its vowel signs, kanji
+    with 々 or 〇) are lexemes exactly as Postgres's parser makes them on the plain
+    text."""
     template = Chunk.objects.filter(data_source__in=library.squad.data_sources.all()).first()
     texts = [
         "Le café naïve déjà vu, R2-D2 and x86_64.",
         "يمكن أن يؤدي أيضًا إلى اتخاذ قرارات أكثر دقة بناءً على البيانات",
         "データ分析 and 数据 are written apart.",
+        "時々 and 二〇二四年 stay whole, and so does Py\ufeffthon.",
     ]
     for n, text in enumerate(texts):
         chunk = factories.chunk_like(template, text, 71_000 + n, is_retrievable=True)

@@ -1,11 +1,13 @@
 """documents 0006 re-indexes chunks with the script-boundary rule: a Latin word set
 against Arabic letters becomes searchable on its own once migrated, stops being so
-when the migration is undone, and the postings follow the column both ways."""
+when the migration is undone, the postings follow the column both ways, and the
+new column has statistics at once."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from retrieval import search
 from tests import factories
@@ -43,3 +45,9 @@ def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker):  # no
         call_command("migrate", "documents", verbosity=0)
     assert _found(source, "Python") == {chunk_id}
     call_command("rebuild_postings", "--check")
+    with connection.cursor() as cursor:  # the common lexemes' shares come from these
+        cursor.execute(
+            "SELECT count(*) FROM pg_stats"
+            " WHERE tablename = 'documents_chunk' AND attname = 'search_vector'"
+        )
+        assert cursor.fetchone() == (1,), "the re-added column is analyzed"
