@@ -29,6 +29,7 @@ from citations.models import (
 from citations.payload import citation_payload, revision_label
 from citations.tracing import TraceSegment, trace_emit, trace_line
 from citations.validation import validate_citations
+from documents.fulltext import ANALYZER
 from documents.models import ApiKey, Chunk
 from retrieval.embedders import default_embedder
 from retrieval.models import VectorDatabase
@@ -75,7 +76,7 @@ def _index_identity(app: App) -> tuple[str, str, str]:
     combined = hashlib.sha256("|".join(d.index_hash for d in databases).encode()).hexdigest()
     first = databases[0] if databases else None
     model = f"{first.embed_model}:{first.pooling}" if first else ""
-    return combined, model, first.analyzer if first else "english"
+    return combined, model, first.analyzer if first else ANALYZER
 
 
 def _caller_label(user, api_key: ApiKey | None) -> str:  # noqa: ANN001

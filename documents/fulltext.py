@@ -7,6 +7,10 @@ written against Arabic, Hebrew, Thai, CJK or Hangul letters ("وPython",
 wherever such a script meets any other character but a space. Only what is indexed
 changes: chunk text, and so every location, stays the exact Markdown slice.
 
+The rule is part of the analyzer: ``ANALYZER``, recorded on every index and
+answer, names the Postgres configuration and the rule, so answers given before
+the rule existed fail analyzer parity against today's read path.
+
 The same rule runs, in SQL, on both sides: the chunks' generated
 ``search_vector`` (``documents.Chunk``) and the question's words
 (``retrieval.search``), so a question's lexemes are the chunks' lexemes; and in
@@ -19,6 +23,10 @@ from __future__ import annotations
 import re
 
 from django.db.models import Expression, Func, TextField, Value
+
+# every chunk's search_vector is made with this Postgres text search configuration
+TEXT_SEARCH_CONFIG = "english"
+ANALYZER = f"{TEXT_SEARCH_CONFIG}+spaced-scripts"
 
 # scripts that attach words to their neighbours without a space
 UNSPACED_RANGES = (
@@ -75,3 +83,9 @@ def spaced_scripts(text: Expression) -> Func:
 def words(text: str) -> list[str]:
     """``text``'s words, split where the database splits them for search."""
     return [word for run in _LETTERS_AND_DIGITS.findall(text) for word in _ONE_SCRIPT.findall(run)]
+
+
+def text_search_config(analyzer: str) -> str:
+    """The Postgres configuration an analyzer id names ("english+spaced-scripts",
+    or a bare configuration name as recorded before the rule)."""
+    return analyzer.partition("+")[0]

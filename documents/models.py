@@ -13,7 +13,7 @@ from django.db.models import F
 from django.db.models.functions import Cast
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
-from documents.fulltext import spaced_scripts
+from documents.fulltext import TEXT_SEARCH_CONFIG, spaced_scripts
 
 EMBEDDING_DIMENSIONS = 384
 
@@ -250,7 +250,7 @@ class Chunk(models.Model):
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     search_vector = models.GeneratedField(
         # Latin words written against Arabic, CJK, ... letters are words of their own
-        expression=SearchVector(spaced_scripts(F("chunk_text")), config="english"),
+        expression=SearchVector(spaced_scripts(F("chunk_text")), config=TEXT_SEARCH_CONFIG),
         output_field=SearchVectorField(),
         db_persist=True,
     )

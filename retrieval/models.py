@@ -6,6 +6,8 @@ import uuid
 
 from django.db import models
 
+from documents.fulltext import ANALYZER
+
 
 class VectorDatabase(models.Model):
     """A set of data sources indexed with one embed model and one analyzer.
@@ -23,7 +25,7 @@ class VectorDatabase(models.Model):
     embed_model = models.CharField(max_length=200)
     embed_dimensions = models.PositiveIntegerField()
     pooling = models.CharField(max_length=50, default="mean")
-    analyzer = models.CharField(max_length=50, default="english")
+    analyzer = models.CharField(max_length=50, default=ANALYZER)
     index_hash = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

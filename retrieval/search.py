@@ -49,7 +49,7 @@ import psycopg
 from django.conf import settings
 from django.db import connection, connections, transaction
 
-from documents.fulltext import SCRIPT_BOUNDARY
+from documents.fulltext import ANALYZER, SCRIPT_BOUNDARY, text_search_config
 
 T = TypeVar("T")
 
@@ -294,7 +294,7 @@ def statement_params(
         "organization": organization_id,
         "data_sources": list(data_source_ids),
         "k": candidate_k,
-        "analyzer": analyzer,
+        "analyzer": text_search_config(analyzer),
         "question": question[:2000],
         "script_boundary": SCRIPT_BOUNDARY,
         "per_word": PER_WORD_POSTINGS,
@@ -320,7 +320,7 @@ class HybridSearch:
         question: str,
         candidate_k: int = 40,
         top_k: int = 8,
-        analyzer: str = "english",
+        analyzer: str = ANALYZER,
     ) -> None:
         self.params = statement_params(
             organization_id=organization_id,

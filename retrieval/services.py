@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
+from documents.fulltext import ANALYZER
 from retrieval.embedders import EMBED_DIMENSIONS, configured_model_id
 from retrieval.models import VectorDatabase
-
-DEFAULT_ANALYZER = "english"
 
 
 def vector_database_default(*, organization) -> VectorDatabase:  # noqa: ANN001
@@ -19,7 +18,7 @@ def vector_database_default(*, organization) -> VectorDatabase:  # noqa: ANN001
             "embed_model": configured_model_id(),
             "embed_dimensions": EMBED_DIMENSIONS,
             "pooling": "mean",
-            "analyzer": DEFAULT_ANALYZER,
+            "analyzer": ANALYZER,
         },
     )
     return database

@@ -17,6 +17,7 @@ from audit.models import DocumentEvent
 from audit.roles import OFFICER_GROUP
 from citations.models import QueryExecution
 from citations.services import query_execute
+from documents.fulltext import ANALYZER
 from documents.models import OrganizationMember
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +55,7 @@ def test_the_answer_page_shows_the_whole_chain(trail, answers):
         "Invoices are kept for seven years",
         acme.index_hash,
         "sentence-transformers/all-MiniLM-L6-v2:mean",
-        "english",
+        ANALYZER,
         "Every retrieval hit",
         "k_pos",
         "score_norm",

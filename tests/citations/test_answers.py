@@ -12,6 +12,7 @@ from citations.models import ClaimCitation, QuotedSource, RagTrace, RetrievalHit
 from citations.payload import REQUIRED_FIELDS
 from citations.services import QueryRejected, query_execute
 from citations.validation import validate_citations
+from documents.fulltext import ANALYZER
 
 pytestmark = pytest.mark.django_db
 
@@ -121,7 +122,7 @@ def test_hits_carry_the_full_citation_payload_and_validate(library):
         assert hit.retriever_type in {"SEMANTIC_SEARCH", "FULL_TEXT_SEARCH", "HYBRID_SEARCH"}
         assert (
             validate_citations(
-                [payload], live_index_hash=execution.index_hash, read_analyzer="english"
+                [payload], live_index_hash=execution.index_hash, read_analyzer=ANALYZER
             )
             == "ok"
         )

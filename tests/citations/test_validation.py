@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from citations.models import RetrievalHit
 from citations.services import query_execute
 from citations.validation import RETURN_CODES, validate_citations
+from documents.fulltext import ANALYZER
 
 pytestmark = pytest.mark.django_db
 
@@ -33,9 +34,7 @@ def _same_section(items: list[dict]) -> list[dict]:
 def test_a_real_payload_is_ok(payloads):
     items, index_hash = payloads
     assert (
-        validate_citations(
-            _same_section(items), live_index_hash=index_hash, read_analyzer="english"
-        )
+        validate_citations(_same_section(items), live_index_hash=index_hash, read_analyzer=ANALYZER)
         == "ok"
     )
 
@@ -74,7 +73,7 @@ def test_each_broken_rule_returns_its_code(payloads, mutate, code):
     items, index_hash = payloads
     broken = mutate(copy.deepcopy(items))
     assert code in RETURN_CODES
-    assert validate_citations(broken, live_index_hash=index_hash, read_analyzer="english") == code
+    assert validate_citations(broken, live_index_hash=index_hash, read_analyzer=ANALYZER) == code
 
 
 def test_cross_section_reuse_can_be_whitelisted(payloads):

@@ -1,7 +1,8 @@
 """documents 0006 re-indexes chunks with the script-boundary rule: a Latin word set
 against Arabic letters becomes searchable on its own once migrated, stops being so
 when the migration is undone, the postings follow the column both ways, and the
-new column has statistics at once."""
+new column has statistics at once. retrieval 0003 renames the analyzer and so
+changes every index hash, and back."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from documents.fulltext import ANALYZER
 from retrieval import search
+from retrieval.services import index_hash_refresh
 from tests import factories
 from tests.conftest import wait_for_status
 
@@ -26,7 +29,7 @@ def _found(source, question: str) -> set:  # noqa: ANN001
         question=question,
         candidate_k=40,
         top_k=10,
-        analyzer="english",
+        analyzer=ANALYZER,
     )
     return {row[0] for row in search.lexical_rows(params)}
 
@@ -37,14 +40,24 @@ def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker):  # no
     assert wait_for_status(record.pk).status == "ready"
     (chunk_id,) = record.chunks.values_list("pk", flat=True)
     assert _found(source, "Python") == {chunk_id}
+    database = source.vector_database
+    database.refresh_from_db()
+    assert database.analyzer == ANALYZER == "english+spaced-scripts"
+    current_hash = database.index_hash
     try:
         call_command("migrate", "documents", "0005", verbosity=0)
         assert _found(source, "Python") == set()
         call_command("rebuild_postings", "--check")
+        database.refresh_from_db()
+        assert database.analyzer == "english"
+        assert database.index_hash != current_hash
+        assert index_hash_refresh(database_id=database.pk) == database.index_hash
     finally:
-        call_command("migrate", "documents", verbosity=0)
+        call_command("migrate", verbosity=0)
     assert _found(source, "Python") == {chunk_id}
     call_command("rebuild_postings", "--check")
+    database.refresh_from_db()
+    assert (database.analyzer, database.index_hash) == (ANALYZER, current_hash)
     with connection.cursor() as cursor:  # the common lexemes' shares come from these
         cursor.execute(
             "SELECT count(*) FROM pg_stats"
