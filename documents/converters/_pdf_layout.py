@@ -83,7 +83,7 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
         if span["flags"] & 16 or _bold_font(span["font"]):
             bold_chars += n
         text += t
-        boxes.append(tuple(span["bbox"]))
+        boxes.append(span["bbox"])
     stripped = text.strip()
     if not stripped:
         return None
@@ -131,13 +131,14 @@ def _lam_alef_fix(page: pymupdf.Page, data: dict) -> None:
     """Rewrite, in ``data`` (the page's ``dict`` text), the spans holding a lam-alef
     ligature from their glyphs (see ``_lam_alef_ordered``); pages without the
     pattern skip the slower glyph-level extraction."""
-    if not any(
-        LAM_ALEF_VISUAL.search(span["text"])
+    page_text = "\n".join(  # one search per page: no match spans a line break
+        span["text"]
         for block in data["blocks"]
         if block["type"] == 0
         for line in block["lines"]
         for span in line["spans"]
-    ):
+    )
+    if not LAM_ALEF_VISUAL.search(page_text):
         return
     glyphs = page.get_text("rawdict", flags=TEXT_FLAGS)
     for block, raw_block in zip(data["blocks"], glyphs["blocks"], strict=False):

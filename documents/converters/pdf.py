@@ -9,6 +9,7 @@ came from, so a chunk can later be shown and checked on its page.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable
 
@@ -268,15 +269,35 @@ def _emit_text(md: MarkdownBuilder, page_no: int, kind: str, level: int, lines: 
     )
 
 
-def _cell_text(page: pymupdf.Page, box: tuple | None) -> str:
-    if not box:
-        return ""
-    return table_cell(page.get_text("text", clip=box, flags=TEXT_FLAGS))
+class _PageWords:
+    """The page's words by the height of their centres, read once for all its tables.
+
+    A clipped ``get_text`` per cell parsed the whole page again for every cell
+    (seven times per page of an invoice: 55% of its conversion time)."""
+
+    def __init__(self, page: pymupdf.Page) -> None:
+        words = page.get_text("words", flags=TEXT_FLAGS)
+        self.centres = sorted(
+            ((w[1] + w[3]) / 2, (w[0] + w[2]) / 2, order, w[4]) for order, w in enumerate(words)
+        )
+        self.heights = [c[0] for c in self.centres]
+
+    def inside(self, box: tuple | None) -> str:
+        """The words centred in ``box``, in the page's text order, as one cell."""
+        if not box:
+            return ""
+        x0, y0, x1, y1 = box
+        band = self.centres[bisect_left(self.heights, y0) : bisect_right(self.heights, y1)]
+        return table_cell(" ".join(w for _, x, _, w in sorted(band, key=_order) if x0 <= x <= x1))
 
 
-def _emit_table(md: MarkdownBuilder, page: pymupdf.Page, page_no: int, table: RuledTable) -> int:
+def _order(centre: tuple) -> int:
+    return centre[2]
+
+
+def _emit_table(md: MarkdownBuilder, words: _PageWords, page_no: int, table: RuledTable) -> int:
     """Cell text is re-read from each cell box so characters keep their visual order."""
-    rows = [[_cell_text(page, box) for box in row.cells] for row in table.rows]
+    rows = [[words.inside(box) for box in row.cells] for row in table.rows]
     if not any(any(row) for row in rows):
         return 0
     width = max(len(r) for r in rows)
@@ -371,9 +392,11 @@ class PdfConverter:
                 _remove_table_text(blocks, table_blocks)
             ordered = reading_order(_attach_markers(blocks) + table_blocks)
             level_of = headings.classifier(page_no)
+            words = None
             for kind, level, content in _page_groups(ordered, level_of):
                 if kind == "table":
-                    tables += _emit_table(md, page, page_no, content)
+                    words = words or _PageWords(page)
+                    tables += _emit_table(md, words, page_no, content)
                 else:
                     _emit_text(md, page_no, kind, level, content)
             md.blank(page_no)
