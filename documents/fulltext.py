@@ -20,8 +20,7 @@ sentence's (``words``).
 
 from __future__ import annotations
 
-import re
-
+import regex
 from django.db.models import Expression, Func, TextField, Value
 
 # every chunk's search_vector is made with this Postgres text search configuration
@@ -64,8 +63,10 @@ SCRIPT_BOUNDARY = (
 )
 
 _UNSPACED = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)
-_LETTERS_AND_DIGITS = re.compile(r"[^\W_]+")
-_ONE_SCRIPT = re.compile(f"[{_UNSPACED}]+|[^{_UNSPACED}]+")
+# letters, digits and the marks on them (Arabic vowel signs, Thai tone marks, a
+# decomposed accent), as Postgres's parser keeps them in a word
+_LETTERS_AND_DIGITS = regex.compile(r"[\p{L}\p{N}\p{M}]+")
+_ONE_SCRIPT = regex.compile(f"[{_UNSPACED}]+|[^{_UNSPACED}]+")
 
 
 def spaced_scripts(text: Expression) -> Func:

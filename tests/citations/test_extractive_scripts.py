@@ -3,6 +3,9 @@ word "Python", and "؟" ends a sentence."""
 
 from __future__ import annotations
 
+import pytest
+from django.db import connection
+
 from citations.generators import Passage
 from citations.generators.extractive import (
     CANDIDATES_TO_EMBED,
@@ -10,7 +13,7 @@ from citations.generators.extractive import (
     sentences_of,
 )
 from documents.converters import converter_for
-from documents.fulltext import words
+from documents.fulltext import SCRIPT_BOUNDARY, words
 from retrieval.embedders import default_embedder
 
 
@@ -21,11 +24,27 @@ def _arabic_sentences(corpus) -> list[str]:  # noqa: ANN001
     return [markdown[start:end] for start, end in sentences_of(markdown)]
 
 
-def test_words_split_where_the_database_splits_them():
-    assert words("بلغة R وPython، 使用Python进行 Python을 x86_64 café بناءً") == [
-        "بلغة", "R", "و", "Python", "使用", "Python", "进行", "Python", "을",
-        "x86", "64", "café", "بناء",
-    ]  # fmt: skip
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "text",
+    [
+        "بلغة R وPython، 使用Python进行 Python을 x86_64",
+        "كَتَبَ الوَلَدُ الدَّرْسَ بناءً على البيانات",
+        "ที่นี่ประเทศไทย and קָרָא, then cafe\u0301 au lait",
+    ],
+)
+def test_words_split_where_the_database_splits_them(text):
+    """The generator's words are the tokens Postgres's parser makes of the text
+    once script boundaries are spaced: marks stay inside their word."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT array_agg(token ORDER BY n) FROM ts_parse('default',"
+            " regexp_replace(%s, %s, ' ', 'g')) WITH ORDINALITY AS t(tokid, token, n)"
+            " WHERE tokid <> 12",  # 12: blank
+            [text, SCRIPT_BOUNDARY],
+        )
+        (tokens,) = cursor.fetchone()
+    assert words(text) == tokens
 
 
 def test_an_arabic_question_mark_ends_a_sentence():
