@@ -12,6 +12,8 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable
+from operator import attrgetter
+from typing import NamedTuple
 
 import pymupdf
 
@@ -269,30 +271,52 @@ def _emit_text(md: MarkdownBuilder, page_no: int, kind: str, level: int, lines: 
     )
 
 
+# MuPDF's word list cuts words where right-to-left and left-to-right text meet and
+# at U+FFFD; a cell holding such text is read from its own clipped text page
+_CUT_BY_WORD_LIST = re.compile("[\u0590-\u0900\ufb1d-\ufefc\ufffd]")
+_BORDER_TOLERANCE = 0.5  # points a word may reach past a cell border
+
+
+class _Word(NamedTuple):
+    centre_y: float
+    centre_x: float
+    order: int
+    text: str
+    left: float
+    right: float
+
+    def crosses(self, x: float) -> bool:
+        return self.left < x - _BORDER_TOLERANCE and self.right > x + _BORDER_TOLERANCE
+
+
 class _PageWords:
     """The page's words by the height of their centres, read once for all its tables.
 
     A clipped ``get_text`` per cell parsed the whole page again for every cell
-    (seven times per page of an invoice: 55% of its conversion time)."""
+    (seven times per page of an invoice: 55% of its conversion time). A cell whose
+    text the word list cannot give as a clip would (a word across its border, as
+    when neighbouring cells' text touches; right-to-left text) is still clipped."""
 
     def __init__(self, page: pymupdf.Page) -> None:
-        words = page.get_text("words", flags=TEXT_FLAGS)
-        self.centres = sorted(
-            ((w[1] + w[3]) / 2, (w[0] + w[2]) / 2, order, w[4]) for order, w in enumerate(words)
+        self.page = page
+        self.words = sorted(
+            _Word((w[1] + w[3]) / 2, (w[0] + w[2]) / 2, order, w[4], w[0], w[2])
+            for order, w in enumerate(page.get_text("words", flags=TEXT_FLAGS))
         )
-        self.heights = [c[0] for c in self.centres]
+        self.heights = [w.centre_y for w in self.words]
 
     def inside(self, box: tuple | None) -> str:
-        """The words centred in ``box``, in the page's text order, as one cell."""
+        """The text of the cell ``box``, whitespace-normalised."""
         if not box:
             return ""
         x0, y0, x1, y1 = box
-        band = self.centres[bisect_left(self.heights, y0) : bisect_right(self.heights, y1)]
-        return table_cell(" ".join(w for _, x, _, w in sorted(band, key=_order) if x0 <= x <= x1))
-
-
-def _order(centre: tuple) -> int:
-    return centre[2]
+        band = self.words[bisect_left(self.heights, y0) : bisect_right(self.heights, y1)]
+        cell = [w for w in band if x0 <= w.centre_x <= x1]
+        if any(w.crosses(x0) or w.crosses(x1) for w in band) or any(
+            _CUT_BY_WORD_LIST.search(w.text) for w in cell
+        ):
+            return table_cell(self.page.get_text("text", clip=box, flags=TEXT_FLAGS))
+        return table_cell(" ".join(w.text for w in sorted(cell, key=attrgetter("order"))))
 
 
 def _emit_table(md: MarkdownBuilder, words: _PageWords, page_no: int, table: RuledTable) -> int:

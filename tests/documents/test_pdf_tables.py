@@ -109,3 +109,58 @@ def test_corpus_tables_match_pymupdfs_finder():
                 )
                 matched += 1
     assert matched >= 5
+
+
+def _ruled(page: pymupdf.Page, columns: list[float], rows: list[float]) -> None:
+    for x in columns:
+        page.draw_line((x, rows[0]), (x, rows[-1]), width=0.5)
+    for y in rows:
+        page.draw_line((columns[0], y), (columns[-1], y), width=0.5)
+
+
+def test_text_touching_across_a_cell_border_stays_in_its_own_cell():
+    """Right-aligned figures touching the next cell's text make one word in the
+    page's word list; each cell still gets its own characters."""
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 60), "Figures by quarter, as reported.", fontsize=11)
+    columns, rows = [72, 200, 330, 460], [100, 120, 140, 160]
+    _ruled(page, columns, rows)
+    for r in range(3):
+        width = pymupdf.get_text_length(f"{r}23", fontsize=10)
+        page.insert_text((columns[1] - width, rows[r] + 14), f"{r}23", fontsize=10)
+        page.insert_text((columns[1], rows[r] + 14), f"abc{r}", fontsize=10)
+        page.insert_text((columns[2] + 3, rows[r] + 14), "z", fontsize=10)
+    markdown = PdfConverter().convert(document.tobytes()).markdown
+    assert "| 023 | abc0 | z |" in markdown
+    assert "| 223 | abc2 | z |" in markdown
+
+
+def test_right_to_left_cells_read_as_their_clipped_text():
+    """The word list cuts words where right-to-left and left-to-right text meet;
+    such cells keep the text a clip of the cell gives, punctuation in place."""
+    cells = [("מחיר: 100₪", "price"), ("(שלום)", "גרסה3 ו-PDF")]
+    rows = "".join(
+        f'<tr><td style="border:1px solid black;padding:3px" dir="rtl">{a}</td>'
+        f'<td style="border:1px solid black;padding:3px" dir="rtl">{b}</td></tr>'
+        for a, b in cells
+    )
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_htmlbox(
+        pymupdf.Rect(72, 72, 500, 600),
+        f"<p>Intro paragraph.</p><table style='border-collapse:collapse'>{rows}</table>"
+        "<p>A paragraph after the table.</p>",
+    )
+    data = document.tobytes()
+    reread = pymupdf.open(stream=data)[0]
+    (table,) = ruled_tables(reread)
+    clipped = [
+        " ".join(reread.get_text("text", clip=box).split())
+        for row in table.rows
+        for box in row.cells
+    ]
+    markdown = PdfConverter().convert(data).markdown
+    assert f"| {clipped[0]} | {clipped[1]} |" in markdown
+    assert f"| {clipped[2]} | {clipped[3]} |" in markdown
+    assert any(":" in c and "100" in c for c in clipped)  # the cell's text was read
