@@ -743,6 +743,7 @@ def explain(sql: str, params: Any, settings: list[str]) -> list[str]:
 
 def hybrid_params(organization_id: Any, source_ids: list[Any], question: str, vector: Any) -> dict:
     """The parameters of retrieval/search.py's statements, vector included."""
+    from documents.fulltext import ANALYZER
     from retrieval import search
 
     params = search.statement_params(
@@ -751,7 +752,7 @@ def hybrid_params(organization_id: Any, source_ids: list[Any], question: str, ve
         question=question,
         candidate_k=40,
         top_k=10,
-        analyzer="english",
+        analyzer=ANALYZER,
     )
     return params | {"vector": search.vector_literal(vector)}
 
