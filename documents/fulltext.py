@@ -67,6 +67,7 @@ _UNSPACED = "".join(f"{chr(low)}-{chr(high)}" for low, high in UNSPACED_RANGES)
 # decomposed accent), as Postgres's parser keeps them in a word
 _LETTERS_AND_DIGITS = regex.compile(r"[\p{L}\p{N}\p{M}]+")
 _ONE_SCRIPT = regex.compile(f"[{_UNSPACED}]+|[^{_UNSPACED}]+")
+_UNSPACED_CHARACTER = regex.compile(f"[{_UNSPACED}]")
 
 
 def spaced_scripts(text: Expression) -> Func:
@@ -83,7 +84,10 @@ def spaced_scripts(text: Expression) -> Func:
 
 def words(text: str) -> list[str]:
     """``text``'s words, split where the database splits them for search."""
-    return [word for run in _LETTERS_AND_DIGITS.findall(text) for word in _ONE_SCRIPT.findall(run)]
+    runs = _LETTERS_AND_DIGITS.findall(text)
+    if not _UNSPACED_CHARACTER.search(text):  # most text: no run to split
+        return runs
+    return [word for run in runs for word in _ONE_SCRIPT.findall(run)]
 
 
 def text_search_config(analyzer: str) -> str:
