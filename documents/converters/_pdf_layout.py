@@ -20,6 +20,12 @@ Box = tuple[float, float, float, float]
 # expand ligatures (no PRESERVE_LIGATURES) so words match what users search for
 TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
+# pictograph fonts: their glyphs (checkboxes, arrows, bullets) map to letters or to
+# nothing (U+FFFD); one that leads a line is a list marker, not text
+DINGBAT_FONT = re.compile(r"wingdings|webdings|dingbats", re.I)
+# C0/C1 control characters some fonts map glyphs to: invisible, never text
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+MARKER = "\u2022"
 BULLET = re.compile(
     r"^\s*([\u2022\u25e6\u25aa\u25cf\u2023\u2043\u25a0\u25a1\u2219\u00b7\u2013\u2014*-])\s+(?=\S)"
 )
@@ -74,10 +80,17 @@ def _bold_font(name: str) -> bool:
 
 def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     text, sizes, bold_chars, boxes = "", Counter(), 0, []
+    if _marker_glyphs(spans):
+        spans = [{**spans[0], "text": MARKER, "bbox": union([s["bbox"] for s in spans])}]
     for span in spans:
         t = span["text"]
         if not t or (not keep_invisible and span.get("alpha", 255) == 0):
             continue  # render-mode-3 text with nothing under it: hidden, not content
+        if not text.strip() and _dingbat_marker(span):
+            t = MARKER + " "
+        t = CONTROL_CHARS.sub("", t)
+        if not t:
+            continue
         n = len(t.strip())
         sizes[round(span["size"], 1)] += n
         if span["flags"] & 16 or _bold_font(span["font"]):
@@ -93,6 +106,19 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     return Line(
         text, box, sizes.most_common(1)[0][0], bold_chars >= 0.8 * total, [(0, len(text), box)]
     )
+
+
+def _dingbat_marker(span: dict) -> bool:
+    """A short run of a pictograph font (Wingdings' checkbox, a ZapfDingbats arrow)."""
+    glyphs = span["text"].strip()
+    return 0 < len(glyphs) <= 2 and bool(DINGBAT_FONT.search(span["font"]))
+
+
+def _marker_glyphs(spans: list[dict]) -> bool:
+    """A line of a few glyphs, one of them a pictograph's: a marker drawn in layers
+    (Wingdings' bullet over a stray letter), shown as one bullet."""
+    glyphs = "".join(s["text"] for s in spans).strip()
+    return 0 < len(glyphs) <= 3 and any(_dingbat_marker(s) for s in spans)
 
 
 def _lam_alef_ordered(chars: list[dict]) -> str:
@@ -168,13 +194,31 @@ def extract_page(page: pymupdf.Page) -> tuple[list[Block], int]:
             if line is None:
                 hidden += any(s["text"].strip() for s in raw_line["spans"])
                 continue
-            if lines and _same_row(lines[-1], line):
+            if lines and _one_marker(lines[-1], line):
+                lines[-1] = _marker_line(lines[-1], line)
+            elif lines and _same_row(lines[-1], line):
                 lines[-1] = join_row(lines[-1], line)
             else:
                 lines.append(line)
         if lines:
             blocks.append(Block(lines, union([ln.box for ln in lines])))
     return blocks, hidden
+
+
+def _one_marker(a: Line, b: Line) -> bool:
+    """Two marker glyphs drawn touching on one row (a box and its tick): one marker."""
+    gap = max(a.box[0], b.box[0]) - min(a.box[2], b.box[2])
+    overlap = min(a.box[3], b.box[3]) - max(a.box[1], b.box[1])
+    return (
+        a.text == b.text == MARKER
+        and gap <= 0.25 * max(a.size, b.size)
+        and overlap > 0.5 * min(a.height, b.height)
+    )
+
+
+def _marker_line(a: Line, b: Line) -> Line:
+    box = union([a.box, b.box])
+    return Line(MARKER, box, max(a.size, b.size), a.bold and b.bold, [(0, 1, box)])
 
 
 def _same_row(a: Line, b: Line) -> bool:

@@ -175,14 +175,22 @@ class _Headings:
                 and line.bold
                 and line.size >= self.body * 0.95
                 and len(block.lines) <= 2
-                and all(ln.bold for ln in block.lines)
-                and len(line.text.split()) <= 12
-                and not line.text.rstrip().endswith((".", ",", ":", ";"))
+                and all(_bold_title_line(ln) for ln in block.lines)
             ):
                 return self.bold_level
             return 0
 
         return level
+
+
+def _bold_title_line(line: Line) -> bool:
+    """A line that could belong to a bold run-in title. Judged for every line of the
+    block, so the short last line of a bold paragraph is not made a heading alone."""
+    return (
+        line.bold
+        and len(line.text.split()) <= 12
+        and not line.text.rstrip().endswith((".", ",", ":", ";"))
+    )
 
 
 def _indented(line: Line, left: float) -> bool:
@@ -373,7 +381,9 @@ class PdfConverter:
     """PDF to Markdown; raises ``ConversionError`` for encrypted, empty or broken files."""
 
     name = "pymupdf-markdown"
-    version = "1.1.0"  # 1.1: Arabic lam-alef ligatures in logical order
+    # 1.1: Arabic lam-alef ligatures in logical order; 1.2: pictograph-font markers are
+    # bullets, control characters dropped, a bold paragraph's last line is no heading
+    version = "1.2.0"
 
     def convert(self, data: bytes) -> Conversion:
         doc = _open(data)

@@ -305,3 +305,93 @@ def test_hostile_pdfs_fail_cleanly_in_the_sandbox(name):
         assert exc.reason and "Traceback" not in exc.reason
     else:
         assert len(result.line_pages) == len(result.markdown.split("\n"))
+
+
+LEGAL_AID = "docling/pdf/table_mislabeled_as_picture.pdf"
+
+
+def test_pictograph_checkboxes_are_list_markers_and_control_characters_are_dropped():
+    """The survey's checkboxes are Wingdings glyphs MuPDF maps to U+FFFD, drawn beside a
+    DingbatsTwo glyph mapped to the control character U+0084: each pair is one marker."""
+    md = convert(LEGAL_AID).markdown
+    assert "\ufffd" not in md
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", md)
+    items = re.findall(r"^- (.+)$", md, re.M)
+    assert items[:3] == [
+        "They work in parallel to State funded private practitioners who take assignments "
+        "to represent people eligible for legal aid",
+        "They coordinate appointments of private practitioners (ex officio, or panel "
+        "appointments) to legal aid cases",
+        "They supervise, coach or mentor private practitioners who take legal aid cases",
+    ]
+    # the table's rows: a Wingdings bullet layered over a stray "y" is one bullet
+    assert "- Persons with disabilities" in md and "yy" not in md
+    assert sum(item.startswith(("Yes, at", "No")) for item in items) >= 8
+
+
+def test_a_bold_paragraph_s_short_last_line_is_not_a_heading():
+    md = convert(LEGAL_AID).markdown
+    assert (
+        "23. If your country has an institutional legal aid provider (e.g. public defender), "
+        "what is the maximum caseload per lawyer at one time?" in md.split("\n")
+    )
+    assert not any("maximum caseload" in title for _level, title in headings(md))
+
+
+def _pdf(draw) -> bytes:  # noqa: ANN001
+    document = pymupdf.open()
+    page = document.new_page(width=595, height=842)
+    draw(page)
+    return document.tobytes()
+
+
+BODY = (
+    "Regular body text fills this page so that bold lines stay a minority of it, "
+    "as they are in any real document."
+)
+
+
+def test_zapf_dingbats_markers_start_list_items_with_their_boxes():
+    def draw(page: pymupdf.Page) -> None:
+        y = 80
+        for glyph, text in (("n", "First boxed choice"), ("4", "Second ticked choice")):
+            page.insert_text((72, y), glyph, fontname="zadb", fontsize=10)
+            page.insert_text((90, y), text, fontname="helv", fontsize=10)
+            y += 18
+        page.insert_text((72, y + 20), "A closing sentence in plain text.", fontsize=10)
+
+    result = PdfConverter().convert(_pdf(draw))
+    lines = result.markdown.split("\n")
+    assert "- First boxed choice" in lines and "- Second ticked choice" in lines
+    start = result.markdown.index("- First boxed choice")
+    marker = [s for s in result.spans if s.char_start == start]
+    assert marker and marker[0].x0 < 80  # the marker keeps the glyph's box at x 72
+
+
+def test_bold_headings_still_found_and_bold_paragraphs_not():
+    def draw(page: pymupdf.Page) -> None:
+        y = 80
+        page.insert_text((72, y), "Scope and Terms of the", fontname="hebo", fontsize=10)
+        page.insert_text((72, y + 12), "Delivery Agreement", fontname="hebo", fontsize=10)
+        y += 28
+        for _ in range(6):
+            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
+            y += 12
+        y += 12
+        page.insert_text(
+            (72, y), "Every party to this agreement shall keep the signed records of each of its",
+            fontname="hebo", fontsize=10,
+        )  # fmt: skip
+        page.insert_text((72, y + 12), "deliveries for six years", fontname="hebo", fontsize=10)
+        y += 36
+        for _ in range(6):
+            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
+            y += 12
+
+    md = PdfConverter().convert(_pdf(draw)).markdown
+    titles = [title for _level, title in headings(md)]
+    assert titles == ["Scope and Terms of the Delivery Agreement"]
+    assert (
+        "Every party to this agreement shall keep the signed records of each of its deliveries "
+        "for six years" in md.split("\n")
+    )
