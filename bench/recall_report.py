@@ -1,34 +1,21 @@
 """Print how much of each ground-truth Markdown our converters recover.
 
-Recall = share of the ground truth's words (multiset, lower-cased, \\w+ tokens,
-HTML comments such as docling's ``<!-- image -->`` removed) that also occur in
-our Markdown. Ground truth: docling ``groundtruth/*.md`` and markitdown
-``expected_outputs/*.md`` in ``../shared/corpus``.
+Recall = share of the ground truth's words that also occur in our Markdown
+(``tests/support/ground_truth.py``: multiset of lower-cased ``\\w+`` tokens, HTML
+comments removed, Markdown escapes undone). Ground truth: docling
+``groundtruth/*.md`` and markitdown ``expected_outputs/*.md`` in ``../shared/corpus``.
 
 Usage: python bench/recall_report.py
 """
 
 from __future__ import annotations
 
-import re
 import sys
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CORPUS = ROOT.parent / "shared" / "corpus"
-
-
-def words(text: str) -> Counter:
-    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
-    return Counter(re.findall(r"\w+", text.lower()))
-
-
-def recall(truth: str, ours: str) -> float:
-    want, have = words(truth), words(ours)
-    total = sum(want.values())
-    return 1.0 if total == 0 else sum(min(n, have[w]) for w, n in want.items()) / total
 
 
 def pairs() -> list[tuple[str, Path, Path]]:
@@ -51,6 +38,7 @@ def pairs() -> list[tuple[str, Path, Path]]:
 
 def main() -> None:
     from documents.converters import converter_for
+    from tests.support.ground_truth import recall
 
     per_kind: dict[str, list[float]] = {}
     print(f"{'kind':5s} {'recall':>7s}  file")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from documents.converters import ConversionError
 from documents.converters.pptx import PptxConverter
+from tests.support.ground_truth import recall
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 PPTX = sorted(
@@ -23,14 +23,6 @@ PPTX = sorted(
 
 def convert(name: str):
     return PptxConverter().convert((CORPUS / name).read_bytes())
-
-
-def recall(truth: str, ours: str) -> float:
-    def words(text: str) -> Counter:
-        return Counter(re.findall(r"\w+", re.sub(r"<!--.*?-->", " ", text, flags=re.S).lower()))
-
-    want, have = words(truth), words(ours)
-    return sum(min(n, have[w]) for w, n in want.items()) / max(sum(want.values()), 1)
 
 
 def sections(result) -> dict[int, list[str]]:
