@@ -56,7 +56,7 @@ def test_a_helper_embeds_without_publishing_and_the_owner_does_not_redo_it(corpu
 
     batches = ingestion.file_embed_share(file_id=str(record.pk), markdown_id=str(markdown.pk))
     record.refresh_from_db()
-    assert batches == -(-total // 64)
+    assert batches == len(_tail_batches(total))
     assert record.status == "embedding" and record.progress_done == total
     assert not record.markdowns.filter(is_active=True).exists(), "a helper never publishes"
     helped = _vectors(record)
@@ -70,6 +70,31 @@ def test_a_helper_embeds_without_publishing_and_the_owner_does_not_redo_it(corpu
     assert all(np.array_equal(after[pk], helped[pk]) for pk in helped)
     # a helper arriving after publication finds nothing to do
     assert ingestion.file_embed_share(file_id=str(record.pk), markdown_id=str(markdown.pk)) == 0
+
+
+def _tail_batches(total: int) -> list[int]:
+    """Batch sizes one process takes alone: 64 while over 256 are left, then a quarter
+    of what is left (two processes share the file), never under 16."""
+    sizes, left = [], total
+    while left:
+        sizes.append(min(left, max(16, min(64, left // 4))))
+        left -= sizes[-1]
+    return sizes
+
+
+def test_batches_shrink_near_the_end_so_sharing_processes_finish_together(corpus):
+    record = _file_waiting_for_embedding(corpus)
+    markdown = record.markdowns.get()
+    total = Chunk.objects.filter(file=record).count()
+    assert ingestion._batch_size(markdown) == max(16, min(64, total // 4))
+    taken = []
+    while ingestion._batch_embed(str(record.pk), markdown, wait=False):
+        taken.append(Chunk.objects.filter(file=record, embedding__isnull=False).count())
+    sizes = [b - a for a, b in zip([0, *taken], taken, strict=False)]
+    assert sizes == _tail_batches(total)
+    assert sizes[-2] <= 16 < 64, "the last batches are one forward pass, not a full batch"
+    with override_settings(PROVENANCE_EMBED_HELPERS=0):  # alone: full batches to the end
+        assert ingestion._batch_size(markdown) == 64
 
 
 def _helper_thread(record: File, *, commit: bool, locked: list, holding: threading.Event,
