@@ -20,11 +20,35 @@ Box = tuple[float, float, float, float]
 # expand ligatures (no PRESERVE_LIGATURES) so words match what users search for
 TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
-# pictograph fonts: their glyphs (checkboxes, arrows, bullets) map to letters or to
-# nothing (U+FFFD); one that leads a line is a list marker, not text
+# pictograph fonts: their glyphs (checkboxes, arrows, bullets) come out as letters,
+# as nothing (U+FFFD) or as control characters
 DINGBAT_FONT = re.compile(r"wingdings|webdings|dingbats", re.I)
-# C0/C1 control characters some fonts map glyphs to: invisible, never text
+# Wingdings (not Wingdings 2 or 3) codes Word uses for bullets and form boxes, as the
+# pictographs they draw: a ticked box stays a ticked box
+WINGDINGS_FONT = re.compile(r"wingdings(?![-_ ]?[23])", re.I)
+WINGDINGS = str.maketrans(
+    {
+        "l": "\u25cf",  # ●
+        "n": "\u25a0",  # ■
+        "o": "\u2610",  # ☐ (Word's empty form box)
+        "q": "\u2751",  # ❑
+        "u": "\u25c6",  # ◆
+        "v": "\u2756",  # ❖
+        "\u00a7": "\u25aa",  # § ▪
+        "\u00a8": "\u2610",  # ¨ ☐
+        "\u00d8": "\u27a2",  # Ø ➢
+        "\u00fb": "\u2717",  # û ✗
+        "\u00fc": "\u2713",  # ü ✓
+        "\u00fd": "\u2612",  # ý ☒
+        "\u00fe": "\u2611",  # þ ☑
+    }
+)
+# C0/C1 control characters some fonts map glyphs to: never text, so a space (a dash
+# mapped to one must not glue "9" and "17" into "917")
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# glyphs that say nothing but "a mark is drawn here": no Unicode value, a control
+# character, a private-use code point
+MEANINGLESS = re.compile(r"[\ufffd\x00-\x1f\x7f-\x9f\ue000-\uf8ff]+")
 MARKER = "\u2022"
 BULLET = re.compile(
     r"^\s*([\u2022\u25e6\u25aa\u25cf\u2023\u2043\u25a0\u25a1\u2219\u00b7\u2013\u2014*-])\s+(?=\S)"
@@ -80,17 +104,13 @@ def _bold_font(name: str) -> bool:
 
 def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     text, sizes, bold_chars, boxes = "", Counter(), 0, []
-    if _marker_glyphs(spans):
-        spans = [{**spans[0], "text": MARKER, "bbox": union([s["bbox"] for s in spans])}]
-    for span in spans:
+    for i, span in enumerate(spans):
         t = span["text"]
         if not t or (not keep_invisible and span.get("alpha", 255) == 0):
             continue  # render-mode-3 text with nothing under it: hidden, not content
-        if not text.strip() and _dingbat_marker(span):
-            t = MARKER + " "
-        t = CONTROL_CHARS.sub("", t)
-        if not t:
-            continue
+        if DINGBAT_FONT.search(span["font"]):
+            t = _pictographs(span, spans[i + 1 :], leads=not text.strip())
+        t = without_controls(t)
         n = len(t.strip())
         sizes[round(span["size"], 1)] += n
         if span["flags"] & 16 or _bold_font(span["font"]):
@@ -108,17 +128,24 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     )
 
 
-def _dingbat_marker(span: dict) -> bool:
-    """A short run of a pictograph font (Wingdings' checkbox, a ZapfDingbats arrow)."""
-    glyphs = span["text"].strip()
-    return 0 < len(glyphs) <= 2 and bool(DINGBAT_FONT.search(span["font"]))
+def without_controls(text: str) -> str:
+    return CONTROL_CHARS.sub(" ", text)
 
 
-def _marker_glyphs(spans: list[dict]) -> bool:
-    """A line of a few glyphs, one of them a pictograph's: a marker drawn in layers
-    (Wingdings' bullet over a stray letter), shown as one bullet."""
-    glyphs = "".join(s["text"] for s in spans).strip()
-    return 0 < len(glyphs) <= 3 and any(_dingbat_marker(s) for s in spans)
+def _pictographs(span: dict, following: list[dict], *, leads: bool) -> str:
+    """A pictograph font's text: Wingdings codes as the pictographs they draw, and a
+    glyph without a meaning that starts a line, set apart from the text after it, as
+    a list marker (an icon inside running text is never one)."""
+    text = span["text"]
+    if WINGDINGS_FONT.search(span["font"]):
+        text = text.translate(WINGDINGS)
+    glyphs = text.strip()
+    if not (leads and glyphs and len(glyphs) <= 2 and MEANINGLESS.fullmatch(glyphs)):
+        return text
+    after = next((s for s in following if s["text"].strip()), None)
+    if after is not None and after["bbox"][0] - span["bbox"][2] < 0.4 * span["size"]:
+        return text
+    return MARKER + " "
 
 
 def _lam_alef_ordered(chars: list[dict]) -> str:
@@ -192,7 +219,7 @@ def extract_page(page: pymupdf.Page) -> tuple[list[Block], int]:
         for raw_line in raw["lines"]:
             line = _line_from_spans(raw_line["spans"], keep_invisible=has_images)
             if line is None:
-                hidden += any(s["text"].strip() for s in raw_line["spans"])
+                hidden += any(without_controls(s["text"]).strip() for s in raw_line["spans"])
                 continue
             if lines and _one_marker(lines[-1], line):
                 lines[-1] = _marker_line(lines[-1], line)

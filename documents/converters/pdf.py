@@ -34,6 +34,7 @@ from documents.converters._pdf_layout import (
     normalize_title,
     reading_order,
     union,
+    without_controls,
 )
 from documents.converters._pdf_tables import RuledTable, ruled_tables
 from documents.converters.base import Conversion, ConversionError
@@ -175,7 +176,7 @@ class _Headings:
                 and line.bold
                 and line.size >= self.body * 0.95
                 and len(block.lines) <= 2
-                and all(_bold_title_line(ln) for ln in block.lines)
+                and _bold_title_so_far(line, block)
             ):
                 return self.bold_level
             return 0
@@ -183,14 +184,16 @@ class _Headings:
         return level
 
 
-def _bold_title_line(line: Line) -> bool:
-    """A line that could belong to a bold run-in title. Judged for every line of the
-    block, so the short last line of a bold paragraph is not made a heading alone."""
-    return (
-        line.bold
-        and len(line.text.split()) <= 12
-        and not line.text.rstrip().endswith((".", ",", ":", ";"))
-    )
+def _bold_title_so_far(line: Line, block: Block) -> bool:
+    """``line`` could be a bold title, and no earlier line of its block is too long to
+    be one: the short last line of a bold paragraph is not a heading on its own, while
+    "Schedule 2:" above "Payment Terms" still lets the second line be one."""
+    for earlier in block.lines:
+        if not (earlier.bold and len(earlier.text.split()) <= 12):
+            return False
+        if earlier is line:
+            return not line.text.rstrip().endswith((".", ",", ":", ";"))
+    return False
 
 
 def _indented(line: Line, left: float) -> bool:
@@ -323,8 +326,10 @@ class _PageWords:
         if any(w.crosses(x0) or w.crosses(x1) for w in band) or any(
             _CUT_BY_WORD_LIST.search(w.text) for w in cell
         ):
-            return table_cell(self.page.get_text("text", clip=box, flags=TEXT_FLAGS))
-        return table_cell(" ".join(w.text for w in sorted(cell, key=attrgetter("order"))))
+            text = self.page.get_text("text", clip=box, flags=TEXT_FLAGS)
+        else:
+            text = " ".join(w.text for w in sorted(cell, key=attrgetter("order")))
+        return table_cell(without_controls(text))
 
 
 def _emit_table(md: MarkdownBuilder, words: _PageWords, page_no: int, table: RuledTable) -> int:
