@@ -11,7 +11,10 @@ the quality gate of ``bench/embed_speed.py``.
 The ONNX file is exported from the installed model on first use into
 ``PROVENANCE_MODEL_CACHE`` (default ``var/models``), named after the model
 package's and torch's versions, and written atomically so concurrent processes
-never read half a file.
+never read half a file. The export uses BERT's plain attention, which ONNX
+Runtime's transformer optimizer fuses into one ``Attention`` node per layer
+(with ``SkipLayerNormalization`` and ``BiasGelu``): 18 matrix products and 36
+other nodes instead of ~400 small ones, the same vector to 7 digits.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ logger = logging.getLogger(__name__)
 BASE_DIR = Path(__file__).resolve().parents[1]
 OPSET = 17
 MAX_TOKENS = 256  # the model's max_seq_length, as sentence-transformers truncates
+# changes whenever the exported graph does, so an older cached file is not reused
+GRAPH = "fused-attention-1"
 
 
 def cache_dir() -> Path:
@@ -48,6 +53,7 @@ def export_path(model_dir: Path) -> Path:
             str((model_dir / "model.safetensors").stat().st_size),
             torch.__version__,
             str(OPSET),
+            GRAPH,
         )
     )
     return cache_dir() / f"all-minilm-l6-v2-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
@@ -58,7 +64,9 @@ def export(model_dir: Path, tokenizer: Any, target: Path) -> None:
     import torch
     from transformers import AutoModel
 
-    transformer = AutoModel.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
+    transformer = AutoModel.from_pretrained(
+        str(model_dir), torch_dtype=torch.float32, attn_implementation="eager"
+    ).eval()
 
     class LastHiddenState(torch.nn.Module):
         """(ids, mask) in, token states out: the graph's whole interface."""
@@ -92,9 +100,33 @@ def export(model_dir: Path, tokenizer: Any, target: Path) -> None:
                 opset_version=OPSET,
                 dynamo=False,  # the TorchScript exporter: no onnxscript, seconds not minutes
             )
+        _fuse(Path(temporary), transformer.config)
         os.replace(temporary, target)
     finally:
         Path(temporary).unlink(missing_ok=True)
+
+
+def _fuse(onnx_file: Path, config: Any) -> None:
+    """Rewrite ``onnx_file`` with BERT's attention, layer norms and GELU fused, when
+    ONNX Runtime's optimizer recognises every layer; otherwise keep it as exported
+    (slower, same vectors)."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    layers = config.num_hidden_layers
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optimized = optimize_model(
+            str(onnx_file),
+            model_type="bert",
+            num_heads=config.num_attention_heads,
+            hidden_size=config.hidden_size,
+            opt_level=1,  # fusions only: no hardware-specific layout in the cached file
+        )
+    fused = sum(node.op_type == "Attention" for node in optimized.model.graph.node)
+    if fused != layers:
+        logger.warning("query encoder: %d of %d attention layers fused: unfused", fused, layers)
+        return
+    optimized.save_model_to_file(str(onnx_file))
 
 
 class OnnxQueryEncoder:

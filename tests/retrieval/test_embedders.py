@@ -9,12 +9,14 @@ import json
 import random
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 
 from retrieval.embedders import (
@@ -87,6 +89,11 @@ def test_query_path_is_the_fp32_model_through_onnx_runtime(
     questions = ["Who won Super Bowl 50?", "Which NFL team represented the AFC?", "x " * 400]
     vectors = [embedder.embed_query(q) for q in questions]
     assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]  # exported once, no leftovers
+    # each of the six layers' attention is one fused node, as are its norms and GELU
+    graph = onnx.load(next(tmp_path.iterdir())).graph
+    ops = Counter(node.op_type for node in graph.node)
+    assert ops["Attention"] == 6 and ops["SkipLayerNormalization"] == 12 and ops["BiasGelu"] == 6
+    assert len(graph.node) < 80, ops
     for question, vector in zip(questions, vectors, strict=True):
         assert len(vector) == 384 and abs(np.linalg.norm(vector) - 1.0) < 1e-5
         assert _cos(vector, fp32.embed_documents([question])[0]) > 0.99999
