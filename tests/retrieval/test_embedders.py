@@ -104,6 +104,37 @@ def test_query_path_is_the_fp32_model_through_onnx_runtime(
     assert next(tmp_path.iterdir()).stat().st_mtime_ns == stamp
 
 
+def test_query_encoder_falls_back_to_the_unfused_graph_and_fuses_on_the_next_start(
+    fp32: MiniLmEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ONNX Runtime's optimizer failing (a full temp disk, a changed graph) costs speed,
+    never the search; the unfused file is not kept under the fused name."""
+    import onnxruntime.transformers.optimizer as optimizer
+
+    from retrieval.onnx_query import export_path, query_encoder
+
+    monkeypatch.setenv("PROVENANCE_MODEL_CACHE", str(tmp_path))
+    question = "Which NFL team represented the AFC at Super Bowl 50?"
+    expected = fp32.embed_documents([question])[0]
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(optimizer, "optimize_model", broken)
+    unfused = query_encoder(fp32.model_dir, fp32.model.tokenizer)
+    assert unfused.onnx_file.name.endswith("-unfused.onnx")
+    assert not export_path(fp32.model_dir).exists()
+    assert _cos(unfused.encode(question), expected) > 0.99999
+    assert Counter(n.op_type for n in onnx.load(unfused.onnx_file).graph.node)["Attention"] == 0
+
+    monkeypatch.undo()
+    monkeypatch.setenv("PROVENANCE_MODEL_CACHE", str(tmp_path))
+    fused = query_encoder(fp32.model_dir, fp32.model.tokenizer)
+    assert fused.onnx_file == export_path(fp32.model_dir)
+    assert [p.name for p in tmp_path.iterdir()] == [fused.onnx_file.name]  # the old one pruned
+    assert _cos(fused.encode(question), expected) > 0.99999
+
+
 def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
     fp32: MiniLmEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
-_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # CommonMark: any ASCII punctuation
 
 
 def words(text: str) -> Counter:
