@@ -70,8 +70,15 @@ def _advance(file_id: str, *, to: str, **fields: object) -> None:
 
 
 def file_fail(*, file_id: str, reason: str) -> None:
-    """End ingestion with a reason a person can act on; the bytes stay stored."""
+    """End ingestion with a reason a person can act on; the bytes stay stored.
+
+    A file converted again (:func:`file_reconvert`) still has its published
+    Markdown and chunks: it goes back to ``ready`` on them, with the reason."""
     logger.warning("ingestion of %s failed: %s", file_id, reason)
+    if DocumentMarkdown.objects.filter(file_id=file_id, is_active=True).exists():
+        message = f"converting again failed; the previous conversion stays in use: {reason}"
+        _advance(file_id, to=FileStatus.READY, error_message=message[:2000])
+        return
     _advance(file_id, to=FileStatus.FAILED, error_message=reason[:2000])
 
 
@@ -370,6 +377,29 @@ def ingestion_resume_stalled() -> list[str]:
         logger.info("resuming stalled ingestion of %s", file_id)
         pipeline_for(file_id).apply_async()
     return file_ids
+
+
+@transaction.atomic
+def file_reconvert(*, file: File) -> bool:
+    """Run a ready file through the pipeline again, for a new converter version.
+
+    Its published Markdown and chunks stay active (and retrievable) until the new
+    ones are published; then they stay stored for the answers that cited them.
+    False when the file is not ready (in progress, failed) or deleted.
+    """
+    updated = File.objects.filter(
+        pk=file.pk, status=FileStatus.READY, deleted_at__isnull=True
+    ).update(
+        status=FileStatus.PENDING,
+        error_message="",
+        lease_expires_at=None,
+        progress_done=0,
+        progress_total=0,
+        updated_at=timezone.now(),
+    )
+    if updated:
+        ingestion_queue(file_id=file.pk)
+    return bool(updated)
 
 
 @transaction.atomic

@@ -1,0 +1,96 @@
+"""Convert again the files an older converter version produced."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import Q, QuerySet
+
+from documents.converters import KINDS, converter_for
+from documents.ingestion import file_reconvert
+from documents.models import DocumentMarkdown, File, FileStatus, Organization
+
+_DONE = {FileStatus.READY, FileStatus.FAILED}
+
+
+def outdated_markdowns(
+    *, organization: Organization | None = None, kinds: list[str] | None = None
+) -> QuerySet[DocumentMarkdown]:
+    """Active Markdown of current, ready files whose converter is not the one in use."""
+    markdowns = DocumentMarkdown.objects.filter(
+        is_active=True,
+        file__status=FileStatus.READY,
+        file__superseded_at__isnull=True,
+        file__deleted_at__isnull=True,
+    ).select_related("file")
+    if organization is not None:
+        markdowns = markdowns.filter(file__organization=organization)
+    outdated = Q(pk__in=[])
+    for kind in kinds or KINDS:
+        current = converter_for(kind)
+        outdated |= Q(file__kind=kind) & ~Q(
+            converter=current.name, converter_version=current.version
+        )
+    return markdowns.filter(outdated)
+
+
+class Command(BaseCommand):
+    help = (
+        "Convert, chunk and embed again every current file whose Markdown an older "
+        "converter produced; answers keep citing the chunks they cited."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--organization", help="only this organization's files")
+        parser.add_argument(
+            "--kind",
+            action="append",
+            choices=KINDS,
+            help="only files of this kind (repeatable)",
+        )
+        parser.add_argument("--dry-run", action="store_true", help="list, queue nothing")
+        parser.add_argument("--wait", action="store_true", help="wait until every file is done")
+        parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait at most")
+
+    def handle(self, *args: object, **options: object) -> None:
+        organization = None
+        if options["organization"]:
+            organization = Organization.objects.filter(name=options["organization"]).first()
+            if organization is None:
+                raise CommandError(f"no organization named {options['organization']!r}")
+        queued: list[File] = []
+        markdowns = outdated_markdowns(organization=organization, kinds=options["kind"])
+        for markdown in markdowns.order_by("file__created_at"):
+            record = markdown.file
+            current = converter_for(record.kind)
+            change = (
+                f"{markdown.converter} {markdown.converter_version} -> "
+                f"{current.name} {current.version}"
+            )
+            if options["dry_run"]:
+                self.stdout.write(f"outdated  {record.name} ({record.pk}): {change}")
+            elif file_reconvert(file=record):
+                queued.append(record)
+                self.stdout.write(f"queued    {record.name} ({record.pk}): {change}")
+            else:
+                self.stdout.write(f"skipped   {record.name} ({record.pk}): no longer ready")
+        verb = "to convert again" if options["dry_run"] else "queued to convert again"
+        if options["wait"] and queued:
+            self._wait(queued, float(options["timeout"]))
+        self.stdout.write(
+            f"{len(queued) if not options['dry_run'] else markdowns.count()} file(s) {verb}"
+        )
+
+    def _wait(self, records: list[File], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        pending = {r.pk for r in records}
+        while pending and time.monotonic() < deadline:
+            done = File.objects.filter(pk__in=pending, status__in=_DONE)
+            for record in done:
+                note = f": {record.error_message}" if record.error_message else ""
+                self.stdout.write(f"{record.status:9s} {record.name} ({record.pk}){note}")
+                pending.discard(record.pk)
+            time.sleep(0.2)
+        if pending:
+            raise CommandError(f"{len(pending)} file(s) still converting after {timeout:.0f} s")

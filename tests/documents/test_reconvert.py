@@ -1,0 +1,121 @@
+"""A converter upgrade re-runs conversion for existing files (``reconvert``), through a
+real worker, without touching what past answers cited."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from citations.llm_apps import app_create
+from citations.services import query_execute
+from documents.converters.pdf import PdfConverter
+from documents.ingestion import file_delete, file_reconvert
+from documents.models import Chunk, DocumentMarkdown, File
+from tests import factories
+from tests.conftest import wait_for_status
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+SURVEY = "docling/pdf/table_mislabeled_as_picture.pdf"
+QUESTION = "Who supervises, coaches or mentors private practitioners taking legal aid cases?"
+
+
+def _run(*args: str) -> str:
+    out = io.StringIO()
+    call_command("reconvert", *args, stdout=out)
+    return out.getvalue()
+
+
+def _ingested_by_an_older_converter(source, corpus) -> File:  # noqa: ANN001
+    """A ready PDF whose Markdown is recorded as the previous converter version's:
+    the state every PDF ingested before an upgrade is in."""
+    record = factories.upload(source, "survey.pdf", (corpus / SURVEY).read_bytes()).file
+    assert wait_for_status(record.pk).status == "ready"
+    DocumentMarkdown.objects.filter(file=record, is_active=True).update(converter_version="1.1.0")
+    return record
+
+
+def test_reconvert_publishes_a_new_conversion_and_old_answers_keep_their_chunks(
+    celery_worker, corpus
+):
+    org = factories.organization()
+    source = factories.data_source(org, "Legal aid")
+    record = _ingested_by_an_older_converter(source, corpus)
+    old_markdown = record.markdowns.get(is_active=True)
+    old_chunks = dict(Chunk.objects.filter(markdown=old_markdown).values_list("pk", "chunk_text"))
+    app = app_create(organization=org, name="Legal", data_source_names=["Legal aid"])
+    before = query_execute(app=app, question=QUESTION)
+    cited = list(before.quoted_sources.values_list("chunk_id", "chunk_text"))
+    assert cited and all(chunk_id in old_chunks for chunk_id, _text in cited)
+
+    listing = _run("--dry-run")
+    assert f"outdated  survey.pdf ({record.pk}): pymupdf-markdown 1.1.0 -> " in listing
+    assert listing.rstrip().endswith("1 file(s) to convert again")
+    assert wait_for_status(record.pk).markdowns.get(is_active=True) == old_markdown  # dry run
+
+    output = _run("--kind", "pdf", "--wait", "--timeout", "300")
+    assert f"queued    survey.pdf ({record.pk})" in output
+    assert f"ready     survey.pdf ({record.pk})" in output
+    assert output.rstrip().endswith("1 file(s) queued to convert again")
+    record.refresh_from_db()
+    new_markdown = record.markdowns.get(is_active=True)
+    assert new_markdown.converter_version == PdfConverter.version != "1.1.0"
+    assert record.status == "ready" and record.error_message == ""
+    # the old conversion and its chunks stay, unchanged and no longer retrievable
+    old_markdown.refresh_from_db()
+    assert not old_markdown.is_active
+    kept = dict(Chunk.objects.filter(markdown=old_markdown).values_list("pk", "chunk_text"))
+    assert kept == old_chunks
+    assert not Chunk.objects.filter(markdown=old_markdown, is_retrievable=True).exists()
+    assert Chunk.objects.filter(markdown=new_markdown, is_retrievable=True).exists()
+    # the new converter's Markdown: the survey's checkboxes are list items now
+    assert "\ufffd" not in new_markdown.markdown and "- They supervise" in new_markdown.markdown
+    # the past answer cites what it cited; a new one cites the new conversion
+    assert list(before.quoted_sources.values_list("chunk_id", "chunk_text")) == cited
+    after = query_execute(app=app, question=QUESTION)
+    assert after.quoted_sources.exists()
+    assert all(
+        Chunk.objects.get(pk=chunk_id).markdown_id == new_markdown.pk
+        for chunk_id in after.quoted_sources.values_list("chunk_id", flat=True)
+    )
+    assert _run().rstrip().endswith("0 file(s) queued to convert again")  # nothing left
+
+
+def test_a_failed_reconversion_keeps_the_file_ready_on_its_previous_conversion(
+    celery_worker, corpus
+):
+    source = factories.data_source()
+    record = _ingested_by_an_older_converter(source, corpus)
+    old_markdown = record.markdowns.get(is_active=True)
+    # the worker's conversion fails as a hostile file's would: its stored bytes vanish
+    File.objects.filter(pk=record.pk).update(storage_key=f"{record.storage_key}-missing")
+    assert file_reconvert(file=record)
+    record = wait_for_status(record.pk, statuses=("ready",), timeout=120)
+    assert record.status == "ready"
+    assert record.error_message.startswith(
+        "converting again failed; the previous conversion stays in use: "
+    )
+    assert record.markdowns.get(is_active=True) == old_markdown
+    assert Chunk.objects.filter(markdown=old_markdown, is_retrievable=True).exists()
+
+
+def test_reconvert_refuses_bad_input_and_leaves_failed_and_deleted_files_alone(
+    celery_worker, corpus
+):
+    with pytest.raises(CommandError, match="no organization named 'Nobody'"):
+        _run("--organization", "Nobody")
+    with pytest.raises(CommandError, match="invalid choice: 'exe'"):
+        _run("--kind", "exe")
+    source = factories.data_source()
+    failed = _ingested_by_an_older_converter(source, corpus)
+    File.objects.filter(pk=failed.pk).update(status="failed", error_message="earlier failure")
+    assert not file_reconvert(file=failed)
+    deleted = factories.upload(source, "notes.md", b"# Notes\n\nNothing yet.\n").file
+    assert wait_for_status(deleted.pk).status == "ready"
+    DocumentMarkdown.objects.filter(file=deleted).update(converter_version="0.9.0")
+    file_delete(file=deleted, reason="withdrawn")
+    assert not file_reconvert(file=deleted)
+    assert _run().rstrip().endswith("0 file(s) queued to convert again")
+    assert File.objects.get(pk=failed.pk).error_message == "earlier failure"
