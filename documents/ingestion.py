@@ -75,11 +75,18 @@ def file_fail(*, file_id: str, reason: str) -> None:
     A file converted again (:func:`file_reconvert`) still has its published
     Markdown and chunks: it goes back to ``ready`` on them, with the reason."""
     logger.warning("ingestion of %s failed: %s", file_id, reason)
-    if DocumentMarkdown.objects.filter(file_id=file_id, is_active=True).exists():
+    active = DocumentMarkdown.objects.filter(file_id=file_id, is_active=True).first()
+    if active is not None:
         message = f"converting again failed; the previous conversion stays in use: {reason}"
-        _advance(file_id, to=FileStatus.READY, error_message=message[:2000])
+        _active_again(file_id, active, error_message=message[:2000])
         return
     _advance(file_id, to=FileStatus.FAILED, error_message=reason[:2000])
+
+
+def _active_again(file_id: str, active: DocumentMarkdown, **fields: object) -> None:
+    """Back to ``ready`` on the published conversion, its chunk count as progress."""
+    chunks = Chunk.objects.filter(markdown=active).count()
+    _advance(file_id, to=FileStatus.READY, progress_done=chunks, progress_total=chunks, **fields)
 
 
 # --- stage 1: convert -------------------------------------------------------------
@@ -123,6 +130,18 @@ def _convert(data: bytes, kind: str) -> Conversion:
 def _markdown_store(record: File, conversion: Conversion) -> None:
     if not conversion.markdown[conversion.body_start :].strip():
         file_fail(file_id=str(record.pk), reason="the document contains no text")
+        return
+    published = DocumentMarkdown.objects.filter(
+        file=record,
+        converter=conversion.converter,
+        converter_version=conversion.converter_version,
+        published_at__isnull=False,
+    ).first()
+    if published is not None:  # converted again by a version it had (a rollback, an old worker)
+        if published.is_active:
+            _active_again(str(record.pk), published)
+        else:  # its chunks and vectors are all still stored: publish it again
+            _publish(str(record.pk), published)
         return
     markdown, _ = DocumentMarkdown.objects.update_or_create(
         file=record,
@@ -353,9 +372,18 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
     Chunk.objects.filter(Q(file=record) | Q(file__in=older)).exclude(markdown=markdown).update(
         is_retrievable=False
     )
-    if record.deleted_at is None:
+    if record.deleted_at is None and record.superseded_at is None:
+        # a revision converted again after a newer one was published stays hidden
         Chunk.objects.filter(markdown=markdown).update(is_retrievable=True)
-    _advance(file_id, to=FileStatus.READY, ready_at=now)
+    chunks = Chunk.objects.filter(markdown=markdown).count()
+    # ready_at says when this revision first became ready, not when it was converted again
+    _advance(
+        file_id,
+        to=FileStatus.READY,
+        ready_at=record.ready_at or now,
+        progress_done=chunks,
+        progress_total=chunks,
+    )
     index_hash_refresh(database_id=record.data_source.vector_database_id)
 
 
@@ -385,10 +413,10 @@ def file_reconvert(*, file: File) -> bool:
 
     Its published Markdown and chunks stay active (and retrievable) until the new
     ones are published; then they stay stored for the answers that cited them.
-    False when the file is not ready (in progress, failed) or deleted.
+    False when the file is not ready (in progress, failed), deleted or superseded.
     """
     updated = File.objects.filter(
-        pk=file.pk, status=FileStatus.READY, deleted_at__isnull=True
+        pk=file.pk, status=FileStatus.READY, deleted_at__isnull=True, superseded_at__isnull=True
     ).update(
         status=FileStatus.PENDING,
         error_message="",

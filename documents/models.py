@@ -93,7 +93,10 @@ class FileStatus(models.TextChoices):
     """Ingestion state of one file revision.
 
     pending → converting → chunking → embedding → ready; any stage → failed
-    (with ``error_message``). A failed file can be retried (→ pending).
+    (with ``error_message``). A failed file can be retried (→ pending). A ready
+    file converted again (``reconvert``) goes ready → pending → … → ready and
+    stays searchable meanwhile; if that fails it is ready again on its previous
+    conversion, with ``error_message`` saying why.
     """
 
     PENDING = "pending"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pymupdf
 from django.http import Http404
 
-from documents.models import File, FileStatus
+from documents.models import File
 from documents.storage import original_open
 
 RENDER_DPI = 120
@@ -52,7 +52,8 @@ class PageGeometry:
 
 
 def _renderable(file: File) -> bool:
-    return file.kind == "pdf" and file.status == FileStatus.READY
+    # published once: its pages stay shown while it is converted again
+    return file.kind == "pdf" and file.ready_at is not None
 
 
 def _document(file: File) -> pymupdf.Document:

@@ -13,7 +13,7 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from citations.models import App, ClaimCitation, QueryExecution, QuotedSource, RetrievalHit
-from documents.models import File, FileStatus, Organization
+from documents.models import File, Organization
 
 HISTORY_PER_PAGE = 25
 
@@ -134,7 +134,7 @@ def document_states(files: Iterable[File]) -> dict[uuid.UUID, DocumentState]:
         candidates = File.objects.filter(
             data_source_id__in={f.data_source_id for f in superseded},
             name__in={f.name for f in superseded},
-            status=FileStatus.READY,
+            ready_at__isnull=False,  # published, even while converted again
             superseded_at__isnull=True,
         ).order_by("revision")
         newest = {(f.data_source_id, f.name): f for f in candidates}

@@ -4,12 +4,15 @@ real worker, without touching what past answers cited."""
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from citations.llm_apps import app_create
 from citations.services import query_execute
+from documents import ingestion
 from documents.converters.pdf import PdfConverter
 from documents.ingestion import file_delete, file_reconvert
 from documents.models import Chunk, DocumentMarkdown, File
@@ -89,16 +92,81 @@ def test_a_failed_reconversion_keeps_the_file_ready_on_its_previous_conversion(
     source = factories.data_source()
     record = _ingested_by_an_older_converter(source, corpus)
     old_markdown = record.markdowns.get(is_active=True)
+    chunks = Chunk.objects.filter(markdown=old_markdown).count()
     # the worker's conversion fails as a hostile file's would: its stored bytes vanish
     File.objects.filter(pk=record.pk).update(storage_key=f"{record.storage_key}-missing")
-    assert file_reconvert(file=record)
-    record = wait_for_status(record.pk, statuses=("ready",), timeout=120)
+    with pytest.raises(CommandError, match="1 file.s. could not be converted again"):
+        _run("--wait", "--timeout", "120")
+    record.refresh_from_db()
     assert record.status == "ready"
     assert record.error_message.startswith(
         "converting again failed; the previous conversion stays in use: "
     )
     assert record.markdowns.get(is_active=True) == old_markdown
-    assert Chunk.objects.filter(markdown=old_markdown, is_retrievable=True).exists()
+    assert Chunk.objects.filter(markdown=old_markdown, is_retrievable=True).count() == chunks
+    assert (record.progress_done, record.progress_total) == (chunks, chunks)
+
+
+def _held(record: File, *, status: str = "pending", hours: float = 0) -> None:
+    """A stage's status with no message queued, and fresh (the worker's stalled-file
+    sweep leaves it alone): only this test process runs its stages."""
+    lease = timezone.now() + timedelta(hours=hours) if hours else None
+    File.objects.filter(pk=record.pk).update(
+        status=status, lease_expires_at=lease, updated_at=timezone.now()
+    )
+
+
+def test_a_revision_superseded_while_converted_again_stays_hidden(celery_worker, corpus):
+    source = factories.data_source()
+    first = _ingested_by_an_older_converter(source, corpus)
+    ready_at = File.objects.get(pk=first.pk).ready_at
+    assert ready_at is not None
+    _held(first)
+    assert ingestion.file_convert(file_id=str(first.pk))
+    assert ingestion.file_chunk(file_id=str(first.pk))
+    _held(first, status="embedding", hours=1)  # while the newer revision is ingested
+    replacement = corpus / "markitdown/test_files/RECEIPT-2024-TXN-98765_retail_purchase.pdf"
+    second = factories.upload(source, "survey.pdf", replacement.read_bytes()).file
+    assert wait_for_status(second.pk).status == "ready"
+    _held(first, status="embedding")
+    assert ingestion.file_embed(file_id=str(first.pk))
+    first.refresh_from_db()
+    assert first.status == "ready" and first.superseded_at is not None
+    assert first.ready_at == ready_at, "ready_at: when it first became ready"
+    assert not Chunk.objects.filter(file=first, is_retrievable=True).exists()
+    assert Chunk.objects.filter(file=second, is_retrievable=True).exists()
+    assert not file_reconvert(file=first), "a superseded revision is not converted again"
+
+
+def test_converting_again_with_a_version_already_published_reuses_it(celery_worker, corpus):
+    """An old worker still running, or a rollback: no duplicate conversion, no crash."""
+    source = factories.data_source()
+    record = factories.upload(source, "survey.pdf", (corpus / SURVEY).read_bytes()).file
+    assert wait_for_status(record.pk).status == "ready"
+    current = record.markdowns.get(is_active=True)
+    _held(record)
+    assert ingestion.file_convert(file_id=str(record.pk)) is True
+    record.refresh_from_db()
+    assert record.status == "ready" and record.error_message == ""
+    assert list(record.markdowns.all()) == [current]
+
+    # a rollback: the version in use now is the one an inactive conversion was made by
+    DocumentMarkdown.objects.filter(pk=current.pk).update(converter_version="9.9.0")
+    _held(record)
+    assert ingestion.file_convert(file_id=str(record.pk))
+    assert ingestion.file_chunk(file_id=str(record.pk))
+    assert ingestion.file_embed(file_id=str(record.pk))
+    rolled_back = record.markdowns.get(is_active=True)
+    assert rolled_back.converter_version == PdfConverter.version
+    DocumentMarkdown.objects.filter(pk=rolled_back.pk).update(converter_version="9.9.1")
+    DocumentMarkdown.objects.filter(pk=current.pk).update(converter_version=PdfConverter.version)
+    _held(record)
+    assert ingestion.file_convert(file_id=str(record.pk))
+    record.refresh_from_db()
+    assert record.status == "ready" and record.error_message == ""
+    assert record.markdowns.get(is_active=True) == current  # published again, not re-made
+    assert Chunk.objects.filter(markdown=current, is_retrievable=True).exists()
+    assert not Chunk.objects.filter(markdown=rolled_back, is_retrievable=True).exists()
 
 
 def test_reconvert_refuses_bad_input_and_leaves_failed_and_deleted_files_alone(

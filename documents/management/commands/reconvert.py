@@ -76,21 +76,28 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(f"skipped   {record.name} ({record.pk}): no longer ready")
         verb = "to convert again" if options["dry_run"] else "queued to convert again"
-        if options["wait"] and queued:
-            self._wait(queued, float(options["timeout"]))
-        self.stdout.write(
-            f"{len(queued) if not options['dry_run'] else markdowns.count()} file(s) {verb}"
-        )
+        failed = self._wait(queued, float(options["timeout"])) if options["wait"] else 0
+        count = markdowns.count() if options["dry_run"] else len(queued)
+        self.stdout.write(f"{count} file(s) {verb}")
+        if failed:
+            raise CommandError(
+                f"{failed} file(s) could not be converted again; they stay on their "
+                "previous conversion"
+            )
 
-    def _wait(self, records: list[File], timeout: float) -> None:
+    def _wait(self, records: list[File], timeout: float) -> int:
+        """Print each file's outcome as it ends; returns how many did not convert."""
         deadline = time.monotonic() + timeout
         pending = {r.pk for r in records}
+        failed = 0
         while pending and time.monotonic() < deadline:
             done = File.objects.filter(pk__in=pending, status__in=_DONE)
             for record in done:
                 note = f": {record.error_message}" if record.error_message else ""
                 self.stdout.write(f"{record.status:9s} {record.name} ({record.pk}){note}")
+                failed += bool(record.error_message) or record.status == FileStatus.FAILED
                 pending.discard(record.pk)
             time.sleep(0.2)
         if pending:
             raise CommandError(f"{len(pending)} file(s) still converting after {timeout:.0f} s")
+        return failed
