@@ -415,9 +415,23 @@ def file_reconvert(*, file: File) -> bool:
     ones are published; then they stay stored for the answers that cited them.
     False when the file is not ready (in progress, failed), deleted or superseded.
     """
-    updated = File.objects.filter(
-        pk=file.pk, status=FileStatus.READY, deleted_at__isnull=True, superseded_at__isnull=True
-    ).update(
+    return _requeue(
+        file,
+        status=FileStatus.READY,
+        deleted_at__isnull=True,
+        superseded_at__isnull=True,
+    )
+
+
+@transaction.atomic
+def file_retry(*, file: File) -> None:
+    """Run a failed file's ingestion again from the start."""
+    _requeue(file, status=FileStatus.FAILED)
+
+
+def _requeue(file: File, **still: object) -> bool:
+    """Back to ``pending`` and queued, if the file still matches ``still``."""
+    updated = File.objects.filter(pk=file.pk, **still).update(
         status=FileStatus.PENDING,
         error_message="",
         lease_expires_at=None,
@@ -428,21 +442,6 @@ def file_reconvert(*, file: File) -> bool:
     if updated:
         ingestion_queue(file_id=file.pk)
     return bool(updated)
-
-
-@transaction.atomic
-def file_retry(*, file: File) -> None:
-    """Run a failed file's ingestion again from the start."""
-    updated = File.objects.filter(pk=file.pk, status=FileStatus.FAILED).update(
-        status=FileStatus.PENDING,
-        error_message="",
-        lease_expires_at=None,
-        progress_done=0,
-        progress_total=0,
-        updated_at=timezone.now(),
-    )
-    if updated:
-        ingestion_queue(file_id=file.pk)
 
 
 @transaction.atomic
