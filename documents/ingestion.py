@@ -78,14 +78,14 @@ def file_fail(*, file_id: str, reason: str) -> None:
     active = DocumentMarkdown.objects.filter(file_id=file_id, is_active=True).first()
     if active is not None:
         message = f"converting again failed; the previous conversion stays in use: {reason}"
-        _active_again(file_id, active, error_message=message[:2000])
+        _ready_on(file_id, active, error_message=message[:2000])
         return
     _advance(file_id, to=FileStatus.FAILED, error_message=reason[:2000])
 
 
-def _active_again(file_id: str, active: DocumentMarkdown, **fields: object) -> None:
-    """Back to ``ready`` on the published conversion, its chunk count as progress."""
-    chunks = Chunk.objects.filter(markdown=active).count()
+def _ready_on(file_id: str, markdown: DocumentMarkdown, **fields: object) -> None:
+    """``ready`` on a published conversion, its chunk count as progress."""
+    chunks = Chunk.objects.filter(markdown=markdown).count()
     _advance(file_id, to=FileStatus.READY, progress_done=chunks, progress_total=chunks, **fields)
 
 
@@ -139,7 +139,7 @@ def _markdown_store(record: File, conversion: Conversion) -> None:
     ).first()
     if published is not None:  # converted again by a version it had (a rollback, an old worker)
         if published.is_active:
-            _active_again(str(record.pk), published)
+            _ready_on(str(record.pk), published)
         else:  # its chunks and vectors are all still stored: publish it again
             _publish(str(record.pk), published)
         return
@@ -375,15 +375,8 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
     if record.deleted_at is None and record.superseded_at is None:
         # a revision converted again after a newer one was published stays hidden
         Chunk.objects.filter(markdown=markdown).update(is_retrievable=True)
-    chunks = Chunk.objects.filter(markdown=markdown).count()
     # ready_at says when this revision first became ready, not when it was converted again
-    _advance(
-        file_id,
-        to=FileStatus.READY,
-        ready_at=record.ready_at or now,
-        progress_done=chunks,
-        progress_total=chunks,
-    )
+    _ready_on(file_id, markdown, ready_at=record.ready_at or now)
     index_hash_refresh(database_id=record.data_source.vector_database_id)
 
 

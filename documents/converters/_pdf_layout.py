@@ -45,10 +45,11 @@ WINGDINGS = str.maketrans(
 )
 # C0/C1 control characters some fonts map glyphs to: never text, so a space (a dash
 # mapped to one must not glue "9" and "17" into "917")
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROLS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+CONTROL_CHARS = re.compile(f"[{_CONTROLS}]")
 # glyphs that say nothing but "a mark is drawn here": no Unicode value, a control
 # character, a private-use code point
-MEANINGLESS = re.compile(r"[\ufffd\x00-\x1f\x7f-\x9f\ue000-\uf8ff]+")
+MEANINGLESS = re.compile(f"[\ufffd\ue000-\uf8ff{_CONTROLS}]+")
 MARKER = "\u2022"
 BULLET = re.compile(
     r"^\s*([\u2022\u25e6\u25aa\u25cf\u2023\u2043\u25a0\u25a1\u2219\u00b7\u2013\u2014*-])\s+(?=\S)"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 
-from documents.converters import KINDS, converter_for
+from documents.converters import KINDS, Converter, converter_for
 from documents.ingestion import file_reconvert
 from documents.models import DocumentMarkdown, File, FileStatus, Organization
 
@@ -15,9 +15,10 @@ _DONE = {FileStatus.READY, FileStatus.FAILED}
 
 
 def outdated_markdowns(
-    *, organization: Organization | None = None, kinds: list[str] | None = None
-) -> QuerySet[DocumentMarkdown]:
-    """Active Markdown of current, ready files whose converter is not the one in use."""
+    current: dict[str, Converter], *, organization: Organization | None = None
+) -> list[DocumentMarkdown]:
+    """Active Markdown of current, ready files of ``current``'s kinds whose converter
+    is not the one in use for their kind, oldest file first."""
     markdowns = DocumentMarkdown.objects.filter(
         is_active=True,
         file__status=FileStatus.READY,
@@ -27,12 +28,11 @@ def outdated_markdowns(
     if organization is not None:
         markdowns = markdowns.filter(file__organization=organization)
     outdated = Q(pk__in=[])
-    for kind in kinds or KINDS:
-        current = converter_for(kind)
+    for kind, converter in current.items():
         outdated |= Q(file__kind=kind) & ~Q(
-            converter=current.name, converter_version=current.version
+            converter=converter.name, converter_version=converter.version
         )
-    return markdowns.filter(outdated)
+    return list(markdowns.filter(outdated).order_by("file__created_at"))
 
 
 class Command(BaseCommand):
@@ -59,14 +59,14 @@ class Command(BaseCommand):
             organization = Organization.objects.filter(name=options["organization"]).first()
             if organization is None:
                 raise CommandError(f"no organization named {options['organization']!r}")
+        current = {kind: converter_for(kind) for kind in options["kind"] or KINDS}
+        markdowns = outdated_markdowns(current, organization=organization)
         queued: list[File] = []
-        markdowns = outdated_markdowns(organization=organization, kinds=options["kind"])
-        for markdown in markdowns.order_by("file__created_at"):
-            record = markdown.file
-            current = converter_for(record.kind)
+        for markdown in markdowns:
+            record, converter = markdown.file, current[markdown.file.kind]
             change = (
                 f"{markdown.converter} {markdown.converter_version} -> "
-                f"{current.name} {current.version}"
+                f"{converter.name} {converter.version}"
             )
             if options["dry_run"]:
                 self.stdout.write(f"outdated  {record.name} ({record.pk}): {change}")
@@ -77,7 +77,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"skipped   {record.name} ({record.pk}): no longer ready")
         verb = "to convert again" if options["dry_run"] else "queued to convert again"
         failed = self._wait(queued, float(options["timeout"])) if options["wait"] else 0
-        count = markdowns.count() if options["dry_run"] else len(queued)
+        count = len(markdowns) if options["dry_run"] else len(queued)
         self.stdout.write(f"{count} file(s) {verb}")
         if failed:
             raise CommandError(
