@@ -1,5 +1,5 @@
 """The tamper-evident audit trail: a hash chain over every evidence record, and
-document lifecycle events (upload, revision, deletion, download).
+document lifecycle events (upload, revision, deletion, download, reconversion).
 
 Both tables are append-only in the database itself (see the triggers in this
 app's migrations); the chain makes any edit that bypasses that visible.
@@ -40,6 +40,7 @@ class DocumentEvent(models.Model):
         REVISION = "revision"
         DELETION = "deletion"
         DOWNLOAD = "download"
+        RECONVERSION = "reconversion"
 
     kind = models.CharField(max_length=20, choices=Kind.choices, db_index=True)
     file = models.ForeignKey("documents.File", on_delete=models.PROTECT, related_name="events")

@@ -18,6 +18,7 @@ from django.utils.html import format_html
 from audit.events import client_address, document_event_record
 from documents import ingestion
 from documents.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyInline
+from documents.converters import KINDS, converter_for
 from documents.models import (
     ApiKey,
     Chunk,
@@ -29,6 +30,7 @@ from documents.models import (
     Organization,
     OrganizationMember,
 )
+from documents.selectors import converter_change, outdated_markdowns
 from documents.storage import original_open
 
 ReadOnlyAdmin = EvidenceAdmin  # kept for modules that import the old name
@@ -93,7 +95,7 @@ class FileAdmin(EvidenceAdmin):
     search_fields = ["name", "sha256", "=id"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in File._meta.fields] + ["download"]
-    actions = ["retry_failed"]
+    actions = ["retry_failed", "convert_again"]
 
     def get_urls(self) -> list:
         download = self.admin_site.admin_view(self.download_view)
@@ -142,6 +144,28 @@ class FileAdmin(EvidenceAdmin):
         for record in failed:
             ingestion.file_retry(file=record)
         self.message_user(request, f"{failed.count()} file(s) queued again", messages.SUCCESS)
+
+    @admin.action(description="Convert the selected files again with the current converter")
+    def convert_again(self, request: HttpRequest, queryset: QuerySet[File]) -> None:
+        """What ``manage.py reconvert`` does, for the selected files: only ready ones
+        whose Markdown an older converter version produced."""
+        current = {kind: converter_for(kind) for kind in KINDS}
+        queued = 0
+        for markdown in outdated_markdowns(current, files=queryset):
+            change = converter_change(markdown, current[markdown.file.kind])
+            queued += ingestion.file_reconvert(
+                file=markdown.file,
+                reason=f"admin action: {change}",
+                user=request.user,
+                origin=client_address(request),
+            )
+        unchanged = queryset.count() - queued
+        note = f"; {unchanged} left alone (already current, not ready, or superseded)"
+        self.message_user(
+            request,
+            f"{queued} file(s) queued to convert again{note if unchanged else ''}",
+            messages.SUCCESS,
+        )
 
 
 @admin.register(DocumentMarkdown)

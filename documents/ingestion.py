@@ -41,11 +41,12 @@ logger = logging.getLogger(__name__)
 TAIL_BATCH = 16
 
 
-def ingestion_queue(*, file_id: uuid.UUID) -> None:
-    """Queue the pipeline for a file once the current transaction commits."""
+def ingestion_queue(*, file_id: uuid.UUID, queue: str | None = None) -> None:
+    """Queue the pipeline for a file once the current transaction commits, on
+    ``queue`` (the default one unless given)."""
     from documents.tasks import pipeline_for
 
-    transaction.on_commit(lambda: pipeline_for(str(file_id)).apply_async())
+    transaction.on_commit(lambda: pipeline_for(str(file_id), queue=queue).apply_async())
 
 
 def _lease() -> timezone.datetime:
@@ -401,19 +402,36 @@ def ingestion_resume_stalled() -> list[str]:
 
 
 @transaction.atomic
-def file_reconvert(*, file: File) -> bool:
-    """Run a ready file through the pipeline again, for a new converter version.
+def file_reconvert(
+    *,
+    file: File,
+    reason: str,
+    user=None,
+    origin: str | None = None,  # noqa: ANN001
+) -> bool:
+    """Run a ready file through the pipeline again, for a new converter version;
+    the request is recorded in the document's ledger with ``reason``.
 
     Its published Markdown and chunks stay active (and retrievable) until the new
     ones are published; then they stay stored for the answers that cited them.
-    False when the file is not ready (in progress, failed), deleted or superseded.
+    The stages run on the background queue, so new uploads are not held behind a
+    library's worth of re-conversions. False when the file is not ready (in
+    progress, failed), deleted or superseded.
     """
-    return _requeue(
+    from audit.events import document_event_record
+
+    queued = _requeue(
         file,
+        queue=settings.PROVENANCE_BACKGROUND_QUEUE,
         status=FileStatus.READY,
         deleted_at__isnull=True,
         superseded_at__isnull=True,
     )
+    if queued:
+        document_event_record(
+            kind="reconversion", file=file, user=user, origin=origin, reason=reason
+        )
+    return queued
 
 
 @transaction.atomic
@@ -422,8 +440,8 @@ def file_retry(*, file: File) -> None:
     _requeue(file, status=FileStatus.FAILED)
 
 
-def _requeue(file: File, **still: object) -> bool:
-    """Back to ``pending`` and queued, if the file still matches ``still``."""
+def _requeue(file: File, *, queue: str | None = None, **still: object) -> bool:
+    """Back to ``pending`` and queued on ``queue``, if the file still matches ``still``."""
     updated = File.objects.filter(pk=file.pk, **still).update(
         status=FileStatus.PENDING,
         error_message="",
@@ -433,7 +451,7 @@ def _requeue(file: File, **still: object) -> bool:
         updated_at=timezone.now(),
     )
     if updated:
-        ingestion_queue(file_id=file.pk)
+        ingestion_queue(file_id=file.pk, queue=queue)
     return bool(updated)
 
 

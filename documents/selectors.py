@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from documents.models import Chunk, DocumentMarkdown, File, Organization
+from documents.converters import Converter
+from documents.models import Chunk, DocumentMarkdown, File, FileStatus, Organization
 
 
 def _uuid(raw: str | uuid.UUID) -> uuid.UUID:
@@ -52,3 +53,30 @@ def chunk_get(*, organization: Organization, database_id: str, chunk_id: str) ->
 
 def files_of(*, organization: Organization) -> QuerySet[File]:
     return File.objects.filter(organization=organization).select_related("data_source")
+
+
+def outdated_markdowns(
+    current: dict[str, Converter], *, files: QuerySet[File] | None = None
+) -> list[DocumentMarkdown]:
+    """Active Markdown of current, ready files (of ``files`` if given) of
+    ``current``'s kinds whose converter is not the one in use for their kind,
+    oldest file first."""
+    markdowns = DocumentMarkdown.objects.filter(
+        is_active=True,
+        file__status=FileStatus.READY,
+        file__superseded_at__isnull=True,
+        file__deleted_at__isnull=True,
+    ).select_related("file")
+    if files is not None:
+        markdowns = markdowns.filter(file__in=files)
+    outdated = Q(pk__in=[])
+    for kind, converter in current.items():
+        outdated |= Q(file__kind=kind) & ~Q(
+            converter=converter.name, converter_version=converter.version
+        )
+    return list(markdowns.filter(outdated).order_by("file__created_at"))
+
+
+def converter_change(markdown: DocumentMarkdown, current: Converter) -> str:
+    """ "name version -> name version": what converting ``markdown``'s file again changes."""
+    return f"{markdown.converter} {markdown.converter_version} -> {current.name} {current.version}"

@@ -67,6 +67,10 @@ def resume_stalled_ingestions() -> list[str]:
     return ingestion.ingestion_resume_stalled()
 
 
-def pipeline_for(file_id: str) -> chain:
-    """convert → chunk → embed; each stage is a no-op if its work is done."""
-    return chain(convert_file.si(file_id), chunk_file.si(file_id), embed_file.si(file_id))
+def pipeline_for(file_id: str, *, queue: str | None = None) -> chain:
+    """convert → chunk → embed, every stage on ``queue`` (the default one unless
+    given); each stage is a no-op if its work is done."""
+    options = {"queue": queue} if queue else {}
+    return chain(
+        *(stage.si(file_id).set(**options) for stage in (convert_file, chunk_file, embed_file))
+    )

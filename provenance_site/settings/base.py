@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from kombu import Queue
 
 from provenance_site.env import env_bool, env_int, env_list, env_str
 
@@ -158,6 +159,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("provfs")
     else {"visibility_timeout": PROVENANCE_INGEST_LEASE_SECONDS * 2}
 )
+# Uploads go to the default queue; work nobody is waiting on (converting a library
+# again after a converter upgrade) to the background one. A worker takes from both
+# in turn, so a backlog there never holds a new upload back.
+PROVENANCE_BACKGROUND_QUEUE = "background"
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(PROVENANCE_BACKGROUND_QUEUE))
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

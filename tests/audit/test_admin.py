@@ -17,8 +17,9 @@ from audit.models import DocumentEvent
 from audit.roles import OFFICER_GROUP
 from citations.models import QueryExecution
 from citations.services import query_execute
+from documents.converters import converter_for
 from documents.fulltext import ANALYZER
-from documents.models import OrganizationMember
+from documents.models import DocumentMarkdown, File, OrganizationMember
 
 pytestmark = pytest.mark.django_db
 
@@ -168,3 +169,34 @@ def test_an_officer_download_is_byte_identical_and_recorded(trail):
     assert event.actor == "user:olivia" and event.origin == "192.0.2.10"
     upload = DocumentEvent.objects.get(file=trail.handbook, kind="upload")
     assert upload.actor == "system"
+
+
+def test_convert_again_queues_outdated_files_of_the_officers_tenant_and_records_who(trail):
+    client = _officer(trail.acme)
+    other = File.objects.get(name="globex.md")
+    DocumentMarkdown.objects.filter(file__in=[trail.handbook, other]).update(
+        converter_version="0.9.0"
+    )
+    response = client.post(
+        "/admin/documents/file/",
+        {"action": "convert_again", "_selected_action": [trail.handbook.pk, other.pk]},
+        follow=True,
+    )
+    assert "1 file(s) queued to convert again" in response.content.decode()
+    trail.handbook.refresh_from_db()
+    assert trail.handbook.status == "pending"
+    event = DocumentEvent.objects.get(file=trail.handbook, kind="reconversion")
+    current = converter_for("markdown")
+    assert event.actor == "user:olivia" and event.origin == "127.0.0.1"
+    assert event.reason == f"admin action: {current.name} 0.9.0 -> {current.name} {current.version}"
+    # another tenant's file is out of the officer's reach, whatever ids are posted
+    assert File.objects.get(pk=other.pk).status == "ready"
+    assert not DocumentEvent.objects.filter(file=other, kind="reconversion").exists()
+    # a file already converting (or current) is left alone and said so
+    again = client.post(
+        "/admin/documents/file/",
+        {"action": "convert_again", "_selected_action": [trail.handbook.pk]},
+        follow=True,
+    ).content.decode()
+    assert "0 file(s) queued to convert again; 1 left alone" in again
+    assert DocumentEvent.objects.filter(kind="reconversion").count() == 1

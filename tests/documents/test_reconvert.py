@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from audit.models import DocumentEvent, EvidenceEntry
 from citations.llm_apps import app_create
 from citations.services import query_execute
 from documents import ingestion
@@ -62,6 +63,15 @@ def test_reconvert_publishes_a_new_conversion_and_old_answers_keep_their_chunks(
     assert f"queued    survey.pdf ({record.pk})" in output
     assert f"ready     survey.pdf ({record.pk})" in output
     assert output.rstrip().endswith("1 file(s) queued to convert again")
+    # the document's ledger says who asked for it and why, chained like every event
+    event = DocumentEvent.objects.get(file=record, kind="reconversion")
+    assert event.actor == "system" and event.organization_id == org.pk
+    assert event.reason == (
+        f"reconvert command: pymupdf-markdown 1.1.0 -> pymupdf-markdown {PdfConverter.version}"
+    )
+    assert EvidenceEntry.objects.filter(
+        record_table=DocumentEvent._meta.db_table, record_id=str(event.pk)
+    ).exists()
     record.refresh_from_db()
     new_markdown = record.markdowns.get(is_active=True)
     assert new_markdown.converter_version == PdfConverter.version != "1.1.0"
@@ -135,7 +145,8 @@ def test_a_revision_superseded_while_converted_again_stays_hidden(celery_worker,
     assert first.ready_at == ready_at, "ready_at: when it first became ready"
     assert not Chunk.objects.filter(file=first, is_retrievable=True).exists()
     assert Chunk.objects.filter(file=second, is_retrievable=True).exists()
-    assert not file_reconvert(file=first), "a superseded revision is not converted again"
+    superseded_queued = file_reconvert(file=first, reason="test")
+    assert not superseded_queued, "a superseded revision is not converted again"
 
 
 def test_converting_again_with_a_version_already_published_reuses_it(celery_worker, corpus):
@@ -176,14 +187,62 @@ def test_reconvert_refuses_bad_input_and_leaves_failed_and_deleted_files_alone(
         _run("--organization", "Nobody")
     with pytest.raises(CommandError, match="invalid choice: 'exe'"):
         _run("--kind", "exe")
+    for limit in ("0", "-3"):
+        with pytest.raises(CommandError, match="--limit must be at least 1"):
+            _run("--limit", limit)
+    with pytest.raises(CommandError, match="invalid int value: 'many'"):
+        _run("--limit", "many")
     source = factories.data_source()
     failed = _ingested_by_an_older_converter(source, corpus)
     File.objects.filter(pk=failed.pk).update(status="failed", error_message="earlier failure")
-    assert not file_reconvert(file=failed)
+    assert not file_reconvert(file=failed, reason="test")
     deleted = factories.upload(source, "notes.md", b"# Notes\n\nNothing yet.\n").file
     assert wait_for_status(deleted.pk).status == "ready"
     DocumentMarkdown.objects.filter(file=deleted).update(converter_version="0.9.0")
     file_delete(file=deleted, reason="withdrawn")
-    assert not file_reconvert(file=deleted)
+    assert not file_reconvert(file=deleted, reason="test")
     assert _run().rstrip().endswith("0 file(s) queued to convert again")
     assert File.objects.get(pk=failed.pk).error_message == "earlier failure"
+
+
+def _markdown_files(source, count: int) -> list[File]:  # noqa: ANN001
+    """``count`` ready Markdown files recorded as an older converter's conversion."""
+    records = [
+        factories.upload(
+            source, f"note-{n}.md", f"# Note {n}\n\nThe note number {n} says little.\n".encode()
+        ).file
+        for n in range(count)
+    ]
+    for record in records:
+        assert wait_for_status(record.pk).status == "ready"
+    DocumentMarkdown.objects.filter(file__in=records).update(converter_version="0.9.0")
+    return records
+
+
+def test_reconvert_limit_queues_the_oldest_and_says_how_many_are_left(celery_worker):
+    first, second, third = _markdown_files(factories.data_source(), 3)
+    listing = _run("--dry-run", "--limit", "2")
+    assert f"outdated  note-0.md ({first.pk})" in listing
+    assert f"outdated  note-1.md ({second.pk})" in listing and "note-2.md" not in listing
+    assert "2 file(s) to convert again\n1 more outdated file(s) left past --limit" in listing
+    output = _run("--limit", "1", "--wait", "--timeout", "120")
+    assert f"ready     note-0.md ({first.pk})" in output and "note-1.md" not in output
+    assert "2 more outdated file(s) left past --limit: run again" in output
+    assert DocumentEvent.objects.filter(kind="reconversion").count() == 1
+    assert File.objects.get(pk=third.pk).markdowns.get(is_active=True).converter_version == "0.9.0"
+
+
+def test_a_reconversion_backlog_does_not_hold_back_a_new_upload(celery_worker):
+    """Re-conversions wait on the background queue, which the worker takes from
+    in turn with the uploads' queue: on one queue, the upload's three stages would
+    each wait behind the backlog's and it would be ready about last."""
+    source = factories.data_source()
+    backlog = _markdown_files(source, 8)
+    assert _run().rstrip().endswith("8 file(s) queued to convert again")
+    upload = factories.upload(source, "urgent.md", b"# Urgent\n\nRead this first.\n").file
+    assert wait_for_status(upload.pk).status == "ready"
+    still_converting = File.objects.filter(pk__in=[r.pk for r in backlog]).exclude(status="ready")
+    assert still_converting.count() >= 4, "the upload waited behind the re-conversions"
+    for record in backlog:
+        assert wait_for_status(record.pk).status == "ready"
+        assert record.markdowns.get(is_active=True).converter_version != "0.9.0"

@@ -5,34 +5,13 @@ from __future__ import annotations
 import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import Q
 
-from documents.converters import KINDS, Converter, converter_for
+from documents.converters import KINDS, converter_for
 from documents.ingestion import file_reconvert
-from documents.models import DocumentMarkdown, File, FileStatus, Organization
+from documents.models import File, FileStatus, Organization
+from documents.selectors import converter_change, outdated_markdowns
 
 _DONE = {FileStatus.READY, FileStatus.FAILED}
-
-
-def outdated_markdowns(
-    current: dict[str, Converter], *, organization: Organization | None = None
-) -> list[DocumentMarkdown]:
-    """Active Markdown of current, ready files of ``current``'s kinds whose converter
-    is not the one in use for their kind, oldest file first."""
-    markdowns = DocumentMarkdown.objects.filter(
-        is_active=True,
-        file__status=FileStatus.READY,
-        file__superseded_at__isnull=True,
-        file__deleted_at__isnull=True,
-    ).select_related("file")
-    if organization is not None:
-        markdowns = markdowns.filter(file__organization=organization)
-    outdated = Q(pk__in=[])
-    for kind, converter in current.items():
-        outdated |= Q(file__kind=kind) & ~Q(
-            converter=converter.name, converter_version=converter.version
-        )
-    return list(markdowns.filter(outdated).order_by("file__created_at"))
 
 
 class Command(BaseCommand):
@@ -49,28 +28,35 @@ class Command(BaseCommand):
             choices=KINDS,
             help="only files of this kind (repeatable)",
         )
+        parser.add_argument(
+            "--limit",
+            type=int,
+            help="queue at most this many files, oldest first (run again for the rest)",
+        )
         parser.add_argument("--dry-run", action="store_true", help="list, queue nothing")
         parser.add_argument("--wait", action="store_true", help="wait until every file is done")
         parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait at most")
 
     def handle(self, *args: object, **options: object) -> None:
-        organization = None
+        files = None
         if options["organization"]:
             organization = Organization.objects.filter(name=options["organization"]).first()
             if organization is None:
                 raise CommandError(f"no organization named {options['organization']!r}")
+            files = File.objects.filter(organization=organization)
+        limit = options["limit"]
+        if limit is not None and limit < 1:
+            raise CommandError("--limit must be at least 1")
         current = {kind: converter_for(kind) for kind in options["kind"] or KINDS}
-        markdowns = outdated_markdowns(current, organization=organization)
+        outdated = outdated_markdowns(current, files=files)
+        markdowns = outdated[:limit]
         queued: list[File] = []
         for markdown in markdowns:
             record, converter = markdown.file, current[markdown.file.kind]
-            change = (
-                f"{markdown.converter} {markdown.converter_version} -> "
-                f"{converter.name} {converter.version}"
-            )
+            change = converter_change(markdown, converter)
             if options["dry_run"]:
                 self.stdout.write(f"outdated  {record.name} ({record.pk}): {change}")
-            elif file_reconvert(file=record):
+            elif file_reconvert(file=record, reason=f"reconvert command: {change}"):
                 queued.append(record)
                 self.stdout.write(f"queued    {record.name} ({record.pk}): {change}")
             else:
@@ -79,6 +65,9 @@ class Command(BaseCommand):
         failed = self._wait(queued, float(options["timeout"])) if options["wait"] else 0
         count = len(markdowns) if options["dry_run"] else len(queued)
         self.stdout.write(f"{count} file(s) {verb}")
+        if len(outdated) > len(markdowns):
+            left = len(outdated) - len(markdowns)
+            self.stdout.write(f"{left} more outdated file(s) left past --limit: run again")
         if failed:
             raise CommandError(
                 f"{failed} file(s) could not be converted again; they stay on their "
