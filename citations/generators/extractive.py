@@ -13,14 +13,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import regex
 
 from citations.generators import Claim, Passage
 from documents.fulltext import words
 from retrieval.embedders import default_embedder
 
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
-# Arabic "؟" and Urdu "۔" end sentences too
-_SENTENCE_END = re.compile(r"(?<=[.!?\u061f\u06d4])[\"')\]]*\s+")
+# Arabic "؟" and Urdu "۔" end sentences too; Chinese and Japanese "。", "！", "？"
+# end one with no space after them (a closing quote or bracket stays with it)
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?\u061f\u06d4])[\"')\]]*\s+"
+    r"|(?<=[\u3002\uff01\uff1f])[\"')\]\u300d\u300f\uff09]*\s*"
+)
+# Chinese and Japanese write words without spaces: a run of these is many words
+_HAN_AND_KANA = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\u30fc]+")
 _LEAD = re.compile(r"(?:\s*(?:[-*+>]|\d{1,3}[.)])\s+|\s*\|?\s*)")
 _STOP = frozenset(
     [
@@ -93,7 +100,24 @@ class _Sentence:
 
 
 def _words(text: str) -> set[str]:
-    return {w.lower()[:6] for w in words(text) if w.lower() not in _STOP}
+    """What a question and a sentence are compared on: word stems, and the
+    character pairs of Chinese and Japanese runs (their words are not delimited)."""
+    found: set[str] = set()
+    for word in words(text):
+        word = word.lower()
+        if _HAN_AND_KANA.fullmatch(word):
+            found.update(word[n : n + 2] for n in range(max(1, len(word) - 1)))
+        elif word not in _STOP:
+            found.add(word[:6])
+    return found
+
+
+def _word_count(text: str) -> int:
+    """Words for the length floor; a Chinese or Japanese run counts one per two
+    characters (their words average about that)."""
+    return sum(
+        max(1, len(word) // 2) if _HAN_AND_KANA.fullmatch(word) else 1 for word in words(text)
+    )
 
 
 def _is_structural(line: str) -> bool:
@@ -116,7 +140,7 @@ def sentences_of(text: str) -> list[tuple[int, int]]:
             while end > start and text[end - 1] in " |\t":
                 end -= 1
             is_row = line.lstrip().startswith("|")
-            if len(words(text[start:end])) >= (2 if is_row else MIN_WORDS):
+            if _word_count(text[start:end]) >= (2 if is_row else MIN_WORDS):
                 spans.append((start, end))
     return spans
 

@@ -1,5 +1,5 @@
-"""The extractive generator reads Arabic text as search does: "وPython" holds the
-word "Python", and "؟" ends a sentence."""
+"""The extractive generator reads other scripts as search does: "وPython" holds
+the word "Python", "؟" ends a sentence, and so do Chinese and Japanese full stops."""
 
 from __future__ import annotations
 
@@ -73,3 +73,40 @@ def test_a_latin_word_against_arabic_letters_counts_as_asked(corpus):  # noqa: A
         passages=passages,
     )
     assert [c.passage for c in claims] == [crowd]
+
+
+CHINESE = (
+    "机器学习是人工智能的一个重要分支。它使计算机能够从大量数据中自动学习规律。"
+    "深度学习使用多层神经网络来提取特征。"
+)
+
+
+def test_chinese_and_japanese_sentences_end_at_their_full_stops():
+    """ "。", "！" and "？" end a sentence with no space after them; a run of Han or
+    kana counts as words by its length, so such sentences are not dropped as short."""
+    assert [CHINESE[s:e] for s, e in sentences_of(CHINESE)] == [
+        "机器学习是人工智能的一个重要分支。",
+        "它使计算机能够从大量数据中自动学习规律。",
+        "深度学习使用多层神经网络来提取特征。",
+    ]
+    japanese = "東京は日本の首都であり政治の中心です。人口は約千四百万人に達しています！"
+    assert [japanese[s:e] for s, e in sentences_of(japanese)] == [
+        "東京は日本の首都であり政治の中心です。",
+        "人口は約千四百万人に達しています！",
+    ]
+
+
+def test_a_chinese_question_is_answered_from_the_sentence_sharing_its_words():
+    passages = [
+        Passage(index=0, text="# 简介\n\n" + CHINESE, score_norm=0.6),
+        Passage(index=1, text="The invoice is due within thirty days of receipt.", score_norm=0.5),
+    ]
+    question = "深度学习使用什么网络？"
+    claims = ExtractiveGenerator(max_sentences=1).generate(
+        question=question,
+        question_vector=default_embedder().embed_query(question),
+        passages=passages,
+    )
+    assert [(c.passage, passages[0].text[c.source_start : c.source_end]) for c in claims] == [
+        (0, "深度学习使用多层神经网络来提取特征。")
+    ]
