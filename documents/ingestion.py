@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from documents.chunking import chunk_markdown
@@ -393,11 +393,17 @@ def ingestion_resume_stalled() -> list[str]:
     )
     from documents.tasks import pipeline_for
 
-    file_ids = [str(pk) for pk in stalled.values_list("pk", flat=True)]
-    for file_id in file_ids:
+    # a file with a published conversion is being converted again: back to the background
+    converted = DocumentMarkdown.objects.filter(file=OuterRef("pk"), is_active=True)
+    found = stalled.annotate(again=Exists(converted)).values_list("pk", "again")
+    file_ids = []
+    for pk, again in found:
+        file_id = str(pk)
         File.objects.filter(pk=file_id).update(updated_at=now)
         logger.info("resuming stalled ingestion of %s", file_id)
-        pipeline_for(file_id).apply_async()
+        queue = settings.PROVENANCE_BACKGROUND_QUEUE if again else None
+        pipeline_for(file_id, queue=queue).apply_async()
+        file_ids.append(file_id)
     return file_ids
 
 

@@ -1,0 +1,76 @@
+"""Which queue the pipeline's messages go to: uploads to the default queue,
+re-conversions to the background one, also when a crashed one is resumed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from celery.signals import before_task_publish
+from django.conf import settings
+from django.utils import timezone
+
+from documents import ingestion
+from documents.models import File
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def published() -> Iterator[list[tuple[str, str, str]]]:
+    """(task name, file id, routing key) of every task message sent meanwhile."""
+    seen: list[tuple[str, str, str]] = []
+
+    def record(body=None, routing_key=None, headers=None, **_: object) -> None:  # noqa: ANN001
+        seen.append((headers["task"].rsplit(".", 1)[-1], body[0][0], routing_key))
+
+    before_task_publish.connect(record, weak=False)
+    try:
+        yield seen
+    finally:
+        before_task_publish.disconnect(record)
+
+
+def _ready(source, name: str) -> File:  # noqa: ANN001
+    """A file ingested in this process, stage by stage."""
+    record = factories.upload(source, name, b"# Notes\n\nThe notes say very little here.\n").file
+    for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
+        assert stage(file_id=str(record.pk))
+    record.refresh_from_db()
+    assert record.status == "ready"
+    return record
+
+
+def _stalled(record: File) -> None:
+    """Mid-conversion with an expired lease: its worker died."""
+    File.objects.filter(pk=record.pk).update(
+        status="converting", lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+
+def test_uploads_go_to_the_default_queue_and_reconversions_to_the_background(
+    published, django_capture_on_commit_callbacks
+):
+    source = factories.data_source()
+    with django_capture_on_commit_callbacks(execute=True):
+        upload = factories.upload(source, "new.md", b"# New\n\nA new file arrives.\n").file
+    assert published == [("convert_file", str(upload.pk), "celery")]
+    converted = _ready(source, "old.md")
+    published.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert ingestion.file_reconvert(file=converted, reason="test: 0.9.0 -> 1.0.0")
+    assert published == [("convert_file", str(converted.pk), settings.PROVENANCE_BACKGROUND_QUEUE)]
+
+    # both die mid-conversion; the sweep sends each back to the queue it came from
+    published.clear()
+    for record in (upload, converted):
+        _stalled(record)
+    assert set(ingestion.ingestion_resume_stalled()) == {str(upload.pk), str(converted.pk)}
+    assert sorted(published) == sorted(
+        [
+            ("convert_file", str(upload.pk), "celery"),
+            ("convert_file", str(converted.pk), settings.PROVENANCE_BACKGROUND_QUEUE),
+        ]
+    )
