@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import transaction
 
 from audit.ledger import ledger_append
 from audit.models import DocumentEvent
 
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+    from django.http import HttpRequest
 
-def actor_label(user=None, api_key=None) -> str:  # noqa: ANN001
+    from documents.models import ApiKey, File
+
+
+def actor_label(user: AbstractBaseUser | None = None, api_key: ApiKey | None = None) -> str:
     """Who acted, in words that stay meaningful after the account is gone."""
     if api_key is not None:
         return f"api-key:{api_key.prefix}"
@@ -21,10 +29,10 @@ def actor_label(user=None, api_key=None) -> str:  # noqa: ANN001
 def document_event_record(
     *,
     kind: str,
-    file,
-    user=None,
-    api_key=None,
-    origin: str | None = None,  # noqa: ANN001
+    file: File,
+    user: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+    origin: str | None = None,
     reason: str = "",
 ) -> DocumentEvent:
     event = DocumentEvent.objects.create(
@@ -42,6 +50,6 @@ def document_event_record(
     return event
 
 
-def client_address(request) -> str | None:  # noqa: ANN001
+def client_address(request: HttpRequest) -> str | None:
     """The caller's address as the server saw it (proxies are the operator's to configure)."""
     return request.META.get("REMOTE_ADDR") or None

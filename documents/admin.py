@@ -30,7 +30,7 @@ from documents.models import (
     Organization,
     OrganizationMember,
 )
-from documents.selectors import converter_change, outdated_markdowns
+from documents.selectors import converter_change, markdowns_outdated
 from documents.storage import original_open
 
 ReadOnlyAdmin = EvidenceAdmin  # kept for modules that import the old name
@@ -138,21 +138,31 @@ class FileAdmin(EvidenceAdmin):
             '<a href="{}">download original ({} bytes, sha256 {})</a>', url, obj.size, obj.sha256
         )
 
-    @admin.action(description="Retry ingestion of the selected failed files")
+    def has_reingest_permission(self, request: HttpRequest) -> bool:
+        """Officers only read; running files through ingestion again is an operator's."""
+        return request.user.has_perm("documents.reingest_file")
+
+    @admin.action(
+        description="Retry ingestion of the selected failed files", permissions=["reingest"]
+    )
     def retry_failed(self, request: HttpRequest, queryset: QuerySet[File]) -> None:
-        failed = queryset.filter(status=FileStatus.FAILED)
+        failed = list(queryset.filter(status=FileStatus.FAILED))
         for record in failed:
             ingestion.file_retry(file=record)
-        self.message_user(request, f"{failed.count()} file(s) queued again", messages.SUCCESS)
+        level = messages.SUCCESS if failed else messages.WARNING
+        self.message_user(request, f"{len(failed)} file(s) queued again", level)
 
-    @admin.action(description="Convert the selected files again with the current converter")
+    @admin.action(
+        description="Convert the selected files again with the current converter",
+        permissions=["reingest"],
+    )
     def convert_again(self, request: HttpRequest, queryset: QuerySet[File]) -> None:
         """What ``manage.py reconvert`` does, for the selected files: only ready ones
         whose Markdown an older converter version produced."""
         current = {kind: converter_for(kind) for kind in KINDS}
         queued = 0
-        for markdown in outdated_markdowns(current, files=queryset):
-            change = converter_change(markdown, current[markdown.file.kind])
+        for markdown in markdowns_outdated(current=current, files=queryset):
+            change = converter_change(markdown=markdown, current=current[markdown.file.kind])
             queued += ingestion.file_reconvert(
                 file=markdown.file,
                 reason=f"admin action: {change}",
@@ -164,7 +174,7 @@ class FileAdmin(EvidenceAdmin):
         self.message_user(
             request,
             f"{queued} file(s) queued to convert again{note if unchanged else ''}",
-            messages.SUCCESS,
+            messages.SUCCESS if queued else messages.WARNING,
         )
 
 

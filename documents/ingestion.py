@@ -14,10 +14,11 @@ import logging
 import time
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from documents.chunking import chunk_markdown
@@ -35,6 +36,11 @@ from documents.models import (
     SourceBoxes,
 )
 from documents.storage import original_open
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+
+    from documents.models import ApiKey
 
 logger = logging.getLogger(__name__)
 # the smallest batch the end of an embed stage shrinks to: one forward pass of the model
@@ -295,9 +301,19 @@ def _helpers_request(file_id: str, markdown: DocumentMarkdown) -> int:
     if wanted > 0:
         from documents.tasks import embed_file_share
 
+        share = embed_file_share.s(file_id, str(markdown.pk), wanted + 1)
+        queue = _queue_for(file_id)
+        options = {"queue": queue} if queue else {}
         for _ in range(wanted):
-            embed_file_share.delay(file_id, str(markdown.pk), wanted + 1)
+            share.apply_async(**options)
     return wanted
+
+
+def _queue_for(file_id: str) -> str | None:
+    """The background queue for a file being converted again (it has a published
+    conversion), so its work never runs ahead of new uploads; else the default."""
+    again = DocumentMarkdown.objects.filter(file_id=file_id, is_active=True).exists()
+    return settings.PROVENANCE_BACKGROUND_QUEUE if again else None
 
 
 def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool, sharing: int = 1) -> bool:
@@ -393,16 +409,12 @@ def ingestion_resume_stalled() -> list[str]:
     )
     from documents.tasks import pipeline_for
 
-    # a file with a published conversion is being converted again: back to the background
-    converted = DocumentMarkdown.objects.filter(file=OuterRef("pk"), is_active=True)
-    found = stalled.annotate(again=Exists(converted)).values_list("pk", "again")
     file_ids = []
-    for pk, again in found:
+    for pk in stalled.values_list("pk", flat=True):
         file_id = str(pk)
         File.objects.filter(pk=file_id).update(updated_at=now)
         logger.info("resuming stalled ingestion of %s", file_id)
-        queue = settings.PROVENANCE_BACKGROUND_QUEUE if again else None
-        pipeline_for(file_id, queue=queue).apply_async()
+        pipeline_for(file_id, queue=_queue_for(file_id)).apply_async()
         file_ids.append(file_id)
     return file_ids
 
@@ -412,8 +424,8 @@ def file_reconvert(
     *,
     file: File,
     reason: str,
-    user=None,
-    origin: str | None = None,  # noqa: ANN001
+    user: AbstractBaseUser | None = None,
+    origin: str | None = None,
 ) -> bool:
     """Run a ready file through the pipeline again, for a new converter version;
     the request is recorded in the document's ledger with ``reason``.
@@ -466,9 +478,9 @@ def file_delete(
     *,
     file: File,
     reason: str,
-    user=None,
-    api_key=None,
-    origin: str | None = None,  # noqa: ANN001
+    user: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+    origin: str | None = None,
 ) -> None:
     """Hide every revision of a document from retrieval; bytes, chunks and the
     answers that cited them stay for evidence, and the deletion is recorded."""

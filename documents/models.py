@@ -164,6 +164,8 @@ class File(models.Model):
             )
         ]
         indexes = [models.Index(fields=["data_source", "name"], name="file_by_name")]
+        # officers audit and change nothing; an operator runs files through ingestion again
+        permissions = [("reingest_file", "Can retry or convert files again")]
 
     def __str__(self) -> str:
         return f"{self.name} (rev {self.revision})"

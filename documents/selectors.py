@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Q, QuerySet
+from django.db.models import Case, Q, QuerySet, When
 from django.http import Http404
 
 from documents.converters import Converter
@@ -55,18 +55,26 @@ def files_of(*, organization: Organization) -> QuerySet[File]:
     return File.objects.filter(organization=organization).select_related("data_source")
 
 
-def outdated_markdowns(
-    current: dict[str, Converter], *, files: QuerySet[File] | None = None
-) -> list[DocumentMarkdown]:
+def markdowns_outdated(
+    *, current: dict[str, Converter], files: QuerySet[File] | None = None
+) -> QuerySet[DocumentMarkdown]:
     """Active Markdown of current, ready files (of ``files`` if given) of
-    ``current``'s kinds whose converter is not the one in use for their kind,
-    oldest file first."""
-    markdowns = DocumentMarkdown.objects.filter(
-        is_active=True,
-        file__status=FileStatus.READY,
-        file__superseded_at__isnull=True,
-        file__deleted_at__isnull=True,
-    ).select_related("file")
+    ``current``'s kinds whose converter is not the one in use for their kind.
+
+    Oldest file first, but files whose last re-conversion failed come last, so a
+    file that keeps failing never holds the rest back behind ``reconvert --limit``.
+    The Markdown text itself is not loaded.
+    """
+    markdowns = (
+        DocumentMarkdown.objects.filter(
+            is_active=True,
+            file__status=FileStatus.READY,
+            file__superseded_at__isnull=True,
+            file__deleted_at__isnull=True,
+        )
+        .select_related("file")
+        .defer("markdown", "line_pages", "front_matter", "metadata")
+    )
     if files is not None:
         markdowns = markdowns.filter(file__in=files)
     outdated = Q(pk__in=[])
@@ -74,9 +82,10 @@ def outdated_markdowns(
         outdated |= Q(file__kind=kind) & ~Q(
             converter=converter.name, converter_version=converter.version
         )
-    return list(markdowns.filter(outdated).order_by("file__created_at"))
+    failed_before = Case(When(file__error_message="", then=0), default=1)
+    return markdowns.filter(outdated).order_by(failed_before, "file__created_at", "file__pk")
 
 
-def converter_change(markdown: DocumentMarkdown, current: Converter) -> str:
-    """ "name version -> name version": what converting ``markdown``'s file again changes."""
+def converter_change(*, markdown: DocumentMarkdown, current: Converter) -> str:
+    """What converting ``markdown``'s file again changes: "name version -> name version"."""
     return f"{markdown.converter} {markdown.converter_version} -> {current.name} {current.version}"

@@ -20,14 +20,18 @@ from documents.fulltext import words
 from retrieval.embedders import default_embedder
 
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
-# Arabic "؟" and Urdu "۔" end sentences too; Chinese and Japanese "。", "！", "？"
-# end one with no space after them (a closing quote or bracket stays with it)
+# Arabic "؟" and Urdu "۔" end sentences too; Chinese and Japanese full stops
+# ("。", "！", "？", fullwidth and halfwidth ones) end one with no space after them:
+# after the last of a run ("？！"), with any closing quotes or brackets that follow
+_CJK_STOPS = "\u3002\uff01\uff1f\uff0e\uff61"
+_CJK_CLOSERS = "\u300d\u300f\u3011\u300b\u3009\uff09\u201d\u2019\uff63"
 _SENTENCE_END = re.compile(
     r"(?<=[.!?\u061f\u06d4])[\"')\]]*\s+"
-    r"|(?<=[\u3002\uff01\uff1f])[\"')\]\u300d\u300f\uff09]*\s*"
+    rf"|(?<=[{_CJK_STOPS}])(?![{_CJK_STOPS}0-9\uff10-\uff19])[\"')\]{_CJK_CLOSERS}]*\s*"
 )
 # Chinese and Japanese write words without spaces: a run of these is many words
 _HAN_AND_KANA = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\u30fc]+")
+_HIRAGANA = regex.compile(r"\p{Hiragana}+")
 _LEAD = re.compile(r"(?:\s*(?:[-*+>]|\d{1,3}[.)])\s+|\s*\|?\s*)")
 _STOP = frozenset(
     [
@@ -101,22 +105,25 @@ class _Sentence:
 
 def _words(text: str) -> set[str]:
     """What a question and a sentence are compared on: word stems, and the
-    character pairs of Chinese and Japanese runs (their words are not delimited)."""
+    character pairs of Chinese and Japanese runs (their words are not delimited).
+    Pairs of hiragana only are left out: they are mostly endings and particles
+    ("です", "ます"), the stop words of Japanese."""
     found: set[str] = set()
     for word in words(text):
         word = word.lower()
         if _HAN_AND_KANA.fullmatch(word):
-            found.update(word[n : n + 2] for n in range(max(1, len(word) - 1)))
+            pairs = (word[n : n + 2] for n in range(max(1, len(word) - 1)))
+            found.update(pair for pair in pairs if not _HIRAGANA.fullmatch(pair))
         elif word not in _STOP:
             found.add(word[:6])
     return found
 
 
 def _word_count(text: str) -> int:
-    """Words for the length floor; a Chinese or Japanese run counts one per two
-    characters (their words average about that)."""
+    """Words for the length floor; a Chinese or Japanese run counts two words per
+    three characters (their words average one and a half), rounded up."""
     return sum(
-        max(1, len(word) // 2) if _HAN_AND_KANA.fullmatch(word) else 1 for word in words(text)
+        -(-2 * len(word) // 3) if _HAN_AND_KANA.fullmatch(word) else 1 for word in words(text)
     )
 
 

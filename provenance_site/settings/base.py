@@ -164,7 +164,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 # in turn, so a backlog there never holds a new upload back.
 PROVENANCE_BACKGROUND_QUEUE = "background"
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = (Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(PROVENANCE_BACKGROUND_QUEUE))
+# each queue bound under its own routing key: a shared key would copy a message into both
+CELERY_TASK_QUEUES = (
+    Queue(CELERY_TASK_DEFAULT_QUEUE, routing_key=CELERY_TASK_DEFAULT_QUEUE),
+    Queue(PROVENANCE_BACKGROUND_QUEUE, routing_key=PROVENANCE_BACKGROUND_QUEUE),
+)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

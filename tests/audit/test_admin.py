@@ -10,7 +10,7 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
 from audit.models import DocumentEvent
@@ -171,12 +171,39 @@ def test_an_officer_download_is_byte_identical_and_recorded(trail):
     assert upload.actor == "system"
 
 
-def test_convert_again_queues_outdated_files_of_the_officers_tenant_and_records_who(trail):
+def _operator(org, name: str = "oscar"):  # noqa: ANN001, ANN202
+    """An officer who may also run files through ingestion again."""
+    client = _officer(org, name)
+    user = get_user_model().objects.get(username=name)
+    user.user_permissions.add(Permission.objects.get(codename="reingest_file"))
+    return client
+
+
+def test_officers_cannot_retry_or_convert_files_again(trail):
+    DocumentMarkdown.objects.filter(file=trail.handbook).update(converter_version="0.9.0")
     client = _officer(trail.acme)
+    page = client.get("/admin/documents/file/").content.decode()
+    assert 'value="convert_again"' not in page and 'value="retry_failed"' not in page
+    for action in ("convert_again", "retry_failed"):
+        response = client.post(
+            "/admin/documents/file/",
+            {"action": action, "_selected_action": [trail.handbook.pk]},
+            follow=True,
+        )
+        assert response.status_code == 200  # the list again, the action not run
+        assert "queued" not in response.content.decode()
+    trail.handbook.refresh_from_db()
+    assert trail.handbook.status == "ready"
+    assert not DocumentEvent.objects.filter(kind="reconversion").exists()
+
+
+def test_convert_again_queues_outdated_files_of_the_operators_tenant_and_records_who(trail):
+    client = _operator(trail.acme)
     other = File.objects.get(name="globex.md")
     DocumentMarkdown.objects.filter(file__in=[trail.handbook, other]).update(
         converter_version="0.9.0"
     )
+    assert 'value="convert_again"' in client.get("/admin/documents/file/").content.decode()
     response = client.post(
         "/admin/documents/file/",
         {"action": "convert_again", "_selected_action": [trail.handbook.pk, other.pk]},
@@ -187,16 +214,17 @@ def test_convert_again_queues_outdated_files_of_the_officers_tenant_and_records_
     assert trail.handbook.status == "pending"
     event = DocumentEvent.objects.get(file=trail.handbook, kind="reconversion")
     current = converter_for("markdown")
-    assert event.actor == "user:olivia" and event.origin == "127.0.0.1"
+    assert event.actor == "user:oscar" and event.origin == "127.0.0.1"
     assert event.reason == f"admin action: {current.name} 0.9.0 -> {current.name} {current.version}"
-    # another tenant's file is out of the officer's reach, whatever ids are posted
+    # another tenant's file is out of the operator's reach, whatever ids are posted
     assert File.objects.get(pk=other.pk).status == "ready"
     assert not DocumentEvent.objects.filter(file=other, kind="reconversion").exists()
-    # a file already converting (or current) is left alone and said so
+    # a file already converting (or current) is left alone, and said so as a warning
     again = client.post(
         "/admin/documents/file/",
         {"action": "convert_again", "_selected_action": [trail.handbook.pk]},
         follow=True,
     ).content.decode()
     assert "0 file(s) queued to convert again; 1 left alone" in again
+    assert 'class="warning"' in again
     assert DocumentEvent.objects.filter(kind="reconversion").count() == 1

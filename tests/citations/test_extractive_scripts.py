@@ -10,6 +10,7 @@ from citations.generators import Passage
 from citations.generators.extractive import (
     CANDIDATES_TO_EMBED,
     ExtractiveGenerator,
+    _words,
     sentences_of,
 )
 from documents.converters import converter_for
@@ -96,17 +97,42 @@ def test_chinese_and_japanese_sentences_end_at_their_full_stops():
     ]
 
 
+def test_short_chinese_sentences_run_of_stops_and_closing_marks():
+    """A seven-character sentence is a sentence; "？！" ends one sentence, not two;
+    closing marks stay with the sentence they close; a fullwidth stop between
+    digits is a decimal point."""
+    text = (
+        "会议在三点开始。这个结果真的正确吗？！他说：“明天再来。”"
+        "《报告》第３．５节已经更新｡下一句话在这里。"
+    )
+    assert [text[s:e] for s, e in sentences_of(text)] == [
+        "会议在三点开始。",
+        "这个结果真的正确吗？！",
+        "他说：“明天再来。”",
+        "《报告》第３．５节已经更新｡",
+        "下一句话在这里。",
+    ]
+
+
 def test_a_chinese_question_is_answered_from_the_sentence_sharing_its_words():
     passages = [
         Passage(index=0, text="# 简介\n\n" + CHINESE, score_norm=0.6),
         Passage(index=1, text="The invoice is due within thirty days of receipt.", score_norm=0.5),
     ]
-    question = "深度学习使用什么网络？"
+    question = "什么是机器学习？"
     claims = ExtractiveGenerator(max_sentences=1).generate(
         question=question,
         question_vector=default_embedder().embed_query(question),
         passages=passages,
     )
     assert [(c.passage, passages[0].text[c.source_start : c.source_end]) for c in claims] == [
-        (0, "深度学习使用多层神经网络来提取特征。")
+        (0, "机器学习是人工智能的一个重要分支。")
     ]
+
+
+def test_japanese_endings_alone_do_not_make_a_sentence_relevant():
+    """Sentences that share only a "です" ending share no words; a shared noun counts."""
+    assert not _words("この作業は大事です。") & _words("その手順は簡単です。")
+    assert {"首都"} <= _words("日本の首都はどこですか？") & _words(
+        "東京は日本の首都であり政治の中心です。"
+    )

@@ -3,6 +3,7 @@ real worker, without touching what past answers cited."""
 
 from __future__ import annotations
 
+import getpass
 import io
 from datetime import timedelta
 
@@ -67,7 +68,8 @@ def test_reconvert_publishes_a_new_conversion_and_old_answers_keep_their_chunks(
     event = DocumentEvent.objects.get(file=record, kind="reconversion")
     assert event.actor == "system" and event.organization_id == org.pk
     assert event.reason == (
-        f"reconvert command: pymupdf-markdown 1.1.0 -> pymupdf-markdown {PdfConverter.version}"
+        f"reconvert command run by {getpass.getuser()}: "
+        f"pymupdf-markdown 1.1.0 -> pymupdf-markdown {PdfConverter.version}"
     )
     assert EvidenceEntry.objects.filter(
         record_table=DocumentEvent._meta.db_table, record_id=str(event.pk)
@@ -230,6 +232,11 @@ def test_reconvert_limit_queues_the_oldest_and_says_how_many_are_left(celery_wor
     assert "2 more outdated file(s) left past --limit: run again" in output
     assert DocumentEvent.objects.filter(kind="reconversion").count() == 1
     assert File.objects.get(pk=third.pk).markdowns.get(is_active=True).converter_version == "0.9.0"
+
+    # the oldest left keeps failing to convert again: it goes last, not first every time
+    File.objects.filter(pk=second.pk).update(error_message="conversion timed out")
+    listing = _run("--dry-run", "--limit", "1")
+    assert f"outdated  note-2.md ({third.pk})" in listing and "note-1.md" not in listing
 
 
 def test_a_reconversion_backlog_does_not_hold_back_a_new_upload(celery_worker):

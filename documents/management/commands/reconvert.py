@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -9,9 +10,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from documents.converters import KINDS, converter_for
 from documents.ingestion import file_reconvert
 from documents.models import File, FileStatus, Organization
-from documents.selectors import converter_change, outdated_markdowns
+from documents.selectors import converter_change, markdowns_outdated
 
 _DONE = {FileStatus.READY, FileStatus.FAILED}
+
+
+def _account() -> str:
+    """Who ran the command, for the reason recorded: the shell account, if known."""
+    try:
+        return f" run by {getpass.getuser()}"
+    except (KeyError, OSError):
+        return ""
 
 
 class Command(BaseCommand):
@@ -48,15 +57,17 @@ class Command(BaseCommand):
         if limit is not None and limit < 1:
             raise CommandError("--limit must be at least 1")
         current = {kind: converter_for(kind) for kind in options["kind"] or KINDS}
-        outdated = outdated_markdowns(current, files=files)
-        markdowns = outdated[:limit]
+        outdated = markdowns_outdated(current=current, files=files)
+        markdowns = list(outdated if limit is None else outdated[:limit])
+        left = outdated.count() - len(markdowns) if limit is not None else 0
         queued: list[File] = []
+        run_by = _account()
         for markdown in markdowns:
             record, converter = markdown.file, current[markdown.file.kind]
-            change = converter_change(markdown, converter)
+            change = converter_change(markdown=markdown, current=converter)
             if options["dry_run"]:
                 self.stdout.write(f"outdated  {record.name} ({record.pk}): {change}")
-            elif file_reconvert(file=record, reason=f"reconvert command: {change}"):
+            elif file_reconvert(file=record, reason=f"reconvert command{run_by}: {change}"):
                 queued.append(record)
                 self.stdout.write(f"queued    {record.name} ({record.pk}): {change}")
             else:
@@ -65,8 +76,7 @@ class Command(BaseCommand):
         failed = self._wait(queued, float(options["timeout"])) if options["wait"] else 0
         count = len(markdowns) if options["dry_run"] else len(queued)
         self.stdout.write(f"{count} file(s) {verb}")
-        if len(outdated) > len(markdowns):
-            left = len(outdated) - len(markdowns)
+        if left > 0:
             self.stdout.write(f"{left} more outdated file(s) left past --limit: run again")
         if failed:
             raise CommandError(
