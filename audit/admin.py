@@ -20,7 +20,7 @@ class EvidenceEntryAdmin(EvidenceAdmin):
 @admin.register(DocumentEvent)
 class DocumentEventAdmin(EvidenceAdmin):
     list_display = ["created_at", "kind", "file", "actor", "origin", "reason"]
-    list_filter = ["kind", "organization", "created_at"]
+    list_filter = ["kind", ("organization", admin.RelatedOnlyFieldListFilter), "created_at"]
     list_select_related = ["file"]
     search_fields = ["file__name", "actor", "reason"]
     date_hierarchy = "created_at"

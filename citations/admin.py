@@ -43,7 +43,7 @@ from documents.models import DataSource
 @admin.register(App)
 class AppAdmin(OrganizationScopedAdmin):
     list_display = ["name", "organization", "is_public", "generator", "top_k", "created_at"]
-    list_filter = ["organization", "is_public", "generator"]
+    list_filter = [("organization", admin.RelatedOnlyFieldListFilter), "is_public", "generator"]
     list_select_related = ["organization"]
     filter_horizontal = ["data_sources"]
     search_fields = ["name", "=id"]
@@ -119,8 +119,8 @@ class QueryExecutionAdmin(EvidenceAdmin):
         "created_at",
     ]
     list_filter = [
-        "organization",
-        "app",
+        ("organization", admin.RelatedOnlyFieldListFilter),
+        ("app", admin.RelatedOnlyFieldListFilter),
         DataSourceFilter,
         DocumentFilter,
         "caller",

@@ -6,7 +6,9 @@ through ``organization_path``) is one of their memberships.
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -27,6 +29,31 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
         return queryset.filter(
             **{f"{self.organization_path}__in": organization_ids_of(request.user)}
         )
+
+    def formfield_for_foreignkey(
+        self, db_field: models.ForeignKey, request: HttpRequest, **kwargs: object
+    ) -> forms.Field | None:
+        _choices_scope(db_field, request, kwargs)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(
+        self, db_field: models.ManyToManyField, request: HttpRequest, **kwargs: object
+    ) -> forms.Field | None:
+        _choices_scope(db_field, request, kwargs)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+def _choices_scope(db_field: models.Field, request: HttpRequest, kwargs: dict) -> None:
+    """A form's choices of organization (or of anything owned by one) are the
+    staff member's own, never another tenant's."""
+    if request.user.is_superuser:
+        return
+    related = db_field.related_model
+    mine = organization_ids_of(request.user)
+    if related._meta.label == "documents.Organization":
+        kwargs["queryset"] = related.objects.filter(pk__in=mine)
+    elif any(f.name == "organization" for f in related._meta.fields):
+        kwargs["queryset"] = related.objects.filter(organization_id__in=mine)
 
 
 class EvidenceAdmin(OrganizationScopedAdmin):

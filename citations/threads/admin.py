@@ -26,7 +26,7 @@ class RunInline(ReadOnlyInline):
 @admin.register(Thread)
 class ThreadAdmin(EvidenceAdmin):
     list_display = ["id", "organization", "caller", "created_at"]
-    list_filter = ["organization"]
+    list_filter = [("organization", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["organization"]
     search_fields = ["=id"]
     date_hierarchy = "created_at"
@@ -37,7 +37,7 @@ class ThreadAdmin(EvidenceAdmin):
 class RunAdmin(EvidenceAdmin):
     organization_path = "thread__organization"
     list_display = ["id", "thread", "app", "status", "query", "created_at", "completed_at"]
-    list_filter = ["status", "app"]
+    list_filter = ["status", ("app", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["thread", "app", "query"]
     search_fields = ["=id", "=thread__id", "=query__id"]
     date_hierarchy = "created_at"

@@ -228,3 +228,38 @@ def test_convert_again_queues_outdated_files_of_the_operators_tenant_and_records
     assert "0 file(s) queued to convert again; 1 left alone" in again
     assert 'class="warning"' in again
     assert DocumentEvent.objects.filter(kind="reconversion").count() == 1
+
+
+def test_no_list_names_another_tenant_in_its_filters(trail, answers):
+    """Every list an officer can open, filters included, names only their own
+    organization's records: the other tenant's name and app appear nowhere."""
+    from django.contrib import admin
+
+    client = _officer(trail.acme)
+    opened = 0
+    for model in admin.site._registry:
+        meta = model._meta
+        page = client.get(f"/admin/{meta.app_label}/{meta.model_name}/")
+        if page.status_code == 403:
+            continue  # not the officers' to see at all
+        assert page.status_code == 200, meta.label
+        html = page.content.decode()
+        assert "Globex" not in html, meta.label
+        opened += 1
+    assert opened >= 10
+
+
+def test_an_app_form_offers_only_the_staff_members_own_organization_and_sources(trail):
+    """A tenant's admin who may add apps picks among their own organization and
+    data sources; the other tenant's do not appear as choices."""
+    from documents.models import DataSource
+
+    client = _officer(trail.acme, "adam")
+    user = get_user_model().objects.get(username="adam")
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["add_app", "change_app"]))
+    html = client.get("/admin/citations/app/add/").content.decode()
+    acme_source = DataSource.objects.get(organization=trail.acme)
+    globex_source = DataSource.objects.get(organization=trail.globex)
+    assert f'value="{trail.acme.pk}"' in html and f'value="{acme_source.pk}"' in html
+    assert f'value="{trail.globex.pk}"' not in html and f'value="{globex_source.pk}"' not in html
+    assert "Globex" not in html
