@@ -1,8 +1,9 @@
 """Locations of a chunk: Markdown lines and offsets, heading path, page, boxes.
 
 A chunk is cut into one Location per page it touches (pages come from the
-converter's per-line map), so the Locations' character ranges partition the
-chunk's range exactly and each names a single page.
+converter's per-line map) and per section it touches (a chunk may take in a
+tiny section after its own), so the Locations' character ranges partition the
+chunk's range exactly and each names a single page and a single heading path.
 """
 
 from __future__ import annotations
@@ -45,21 +46,24 @@ class Locator:
         return self.line_pages[line - 1] if 0 < line <= len(self.line_pages) else None
 
     def locate(self, char_start: int, char_end: int) -> list[LocationDraft]:
-        return [self._draft(a, b) for a, b in self._page_ranges(char_start, char_end)]
+        cuts = sorted(
+            set(self._page_cuts(char_start, char_end))
+            | set(self.structure.heading_starts_within(char_start, char_end))
+        )
+        bounds = [char_start, *cuts, char_end]
+        return [self._draft(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
-    def _page_ranges(self, char_start: int, char_end: int) -> list[tuple[int, int]]:
-        """Split ``[char_start, char_end)`` where the page of the lines changes."""
+    def _page_cuts(self, char_start: int, char_end: int) -> list[int]:
+        """Offsets inside ``(char_start, char_end)`` where the page of the lines changes."""
         first_line = self.structure.line_of(char_start)
         last_line = self.structure.line_of(max(char_end - 1, char_start))
-        ranges, start = [], char_start
+        cuts = []
         for line in range(first_line + 1, last_line + 1):
             if self.page_of_line(line) != self.page_of_line(line - 1):
                 cut = self.structure.line_starts[line - 1]
-                if cut > start:
-                    ranges.append((start, cut))
-                start = cut
-        ranges.append((start, char_end))
-        return ranges
+                if char_start < cut < char_end:
+                    cuts.append(cut)
+        return cuts
 
     def _draft(self, start: int, end: int) -> LocationDraft:
         first_line = self.structure.line_of(start)

@@ -106,6 +106,12 @@ class MarkdownStructure:
         upto = bisect.bisect_right(self._heading_starts, offset)
         return list(self._chains[upto - 1]) if upto else []
 
+    def heading_starts_within(self, start: int, end: int) -> list[int]:
+        """Offsets of the headings that begin inside ``(start, end)``."""
+        low = bisect.bisect_right(self._heading_starts, start)
+        high = bisect.bisect_left(self._heading_starts, end)
+        return self._heading_starts[low:high]
+
     def section_index_at(self, offset: int) -> int:
         """Index of the section (0 = before the first heading) containing ``offset``."""
         return bisect.bisect_right(self._heading_starts, offset)

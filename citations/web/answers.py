@@ -13,10 +13,12 @@ from citations.web.rendering import Marker, answer_html, marked
 from citations.web.selectors import (
     DocumentState,
     document_states,
+    locations_by_chunk,
     quoted_sources_for_page,
     uncited_hits_of,
 )
-from citations.web.viewer import anchor_of, unit_of
+from citations.web.viewer import Place, anchor_of, places_of, unit_of
+from documents.models import Location
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,14 @@ class SourceCard:
     download_url: str
     unit: str
     state: DocumentState
+    places: list[Place]
+
+    @property
+    def sections(self) -> list[str]:
+        """The sections of the quoted sentences, first use first; the chunk's own
+        when none is known (a chunk may take in a tiny section before its own)."""
+        found = list(dict.fromkeys(place.section for place in self.places))
+        return found or [self.source.section]
 
 
 @dataclass(frozen=True)
@@ -58,27 +68,42 @@ class AnswerPage:
         return any(card.state.changed for card in self.sources)
 
 
-def source_url(source: QuotedSource) -> str:
-    """The viewer of ``[n]``, scrolled to the cited page or line."""
+def source_url(source: QuotedSource, first: Place | None = None) -> str:
+    """The viewer of ``[n]``, scrolled to the first quoted sentence's page or line
+    (the chunk's start when not given)."""
     base = reverse("web-source", args=[source.query_id, source.quoted_as])
-    anchor = anchor_of(kind=source.file.kind, page=source.page_start, line=source.line_number_start)
-    return f"{base}#{anchor}"
+    page, line = (
+        (first.page, first.line) if first else (source.page_start, source.line_number_start)
+    )
+    return f"{base}#{anchor_of(kind=source.file.kind, page=page, line=line)}"
+
+
+def _source_card(
+    source: QuotedSource, state: DocumentState, locations: list[Location]
+) -> SourceCard:
+    claims = [(c.source_start, c.source_end) for c in source.claims.all()]
+    places = places_of(
+        chunk_text=source.chunk_text,
+        chunk_start=locations[0].char_start if locations else 0,
+        locations=locations,
+        claims=claims,
+    )
+    return SourceCard(
+        source=source,
+        passage=marked(source.chunk_text, claims),
+        viewer_url=source_url(source, places[0] if places else None),
+        download_url=reverse("file-content", args=[source.file_id]),
+        unit=unit_of(source.file.kind),
+        state=state,
+        places=places,
+    )
 
 
 def answer_page(*, execution: QueryExecution) -> AnswerPage:
     sources = quoted_sources_for_page(execution=execution)
     states = document_states(s.file for s in sources)
-    cards = [
-        SourceCard(
-            source=s,
-            passage=marked(s.chunk_text, [(c.source_start, c.source_end) for c in s.claims.all()]),
-            viewer_url=source_url(s),
-            download_url=reverse("file-content", args=[s.file_id]),
-            unit=unit_of(s.file.kind),
-            state=states[s.file_id],
-        )
-        for s in sources
-    ]
+    locations = locations_by_chunk(chunk_ids={s.chunk_id for s in sources})
+    cards = [_source_card(s, states[s.file_id], locations.get(s.chunk_id, [])) for s in sources]
     markers = [
         Marker(
             at=claim.reply_end,

@@ -13,7 +13,7 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from citations.models import App, ClaimCitation, QueryExecution, QuotedSource, RetrievalHit
-from documents.models import File, Organization
+from documents.models import File, Location, Organization
 
 HISTORY_PER_PAGE = 25
 
@@ -71,6 +71,16 @@ def quoted_sources_for_page(*, execution: QueryExecution) -> list[QuotedSource]:
         .prefetch_related(Prefetch("claims", queryset=claims))
         .order_by("id")
     )
+
+
+def locations_by_chunk(*, chunk_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[Location]]:
+    """The locations of these chunks, in order, in one query."""
+    found: dict[uuid.UUID, list[Location]] = {}
+    for location in Location.objects.filter(chunk_id__in=list(chunk_ids)).order_by(
+        "chunk_id", "ordinal"
+    ):
+        found.setdefault(location.chunk_id, []).append(location)
+    return found
 
 
 def quoted_source_of(*, execution: QueryExecution, quoted_as: str) -> QuotedSource:

@@ -53,6 +53,42 @@ def unit_of(kind: str) -> str:
     return "slide" if kind == "pptx" else "page"
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a quoted sentence sits in its document."""
+
+    section: str
+    page: int | None
+    line: int
+
+
+def places_of(
+    *, chunk_text: str, chunk_start: int, locations: Sequence[Location], claims: Sequence[Range]
+) -> list[Place]:
+    """The section, page and line of each quoted sentence (``claims`` are offsets
+    into ``chunk_text``), from the chunk's location that holds the sentence's
+    start: a chunk may take in more than one section or page."""
+    ordered = sorted(locations, key=lambda loc: loc.char_start)
+    places = []
+    for start, _end in claims:
+        at = chunk_start + start
+        location = next(
+            (loc for loc in reversed(ordered) if loc.char_start <= at),
+            ordered[0] if ordered else None,
+        )
+        if location is None:
+            continue
+        first = max(location.char_start - chunk_start, 0)
+        places.append(
+            Place(
+                section=" > ".join(location.hierarchy),
+                page=location.page_number,
+                line=location.line_number_start + chunk_text.count("\n", first, start),
+            )
+        )
+    return places
+
+
 def anchor_of(*, kind: str, page: int | None, line: int) -> str:
     """The fragment a link to the viewer scrolls to: the page image or the first line."""
     return f"page-{page}" if kind == "pdf" and page else f"L{line}"

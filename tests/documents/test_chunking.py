@@ -32,10 +32,14 @@ def test_every_chunk_is_an_exact_slice_with_the_right_lines_and_headings(corpus)
         for span in chunk_markdown(structure, target=TARGET, overlap=OVERLAP):
             text = markdown[span.char_start : span.char_end]
             assert text == text.strip() and text, name
-            [location] = locator.locate(span.char_start, span.char_end)
-            assert location.line_number_start == markdown.count("\n", 0, span.char_start) + 1
-            assert location.line_number_end == markdown.count("\n", 0, span.char_end - 1) + 1
-            assert location.hierarchy == headings_in_force(markdown, span.char_start), name
+            locations = locator.locate(span.char_start, span.char_end)
+            first, last = locations[0], locations[-1]
+            assert first.line_number_start == markdown.count("\n", 0, span.char_start) + 1
+            assert last.line_number_end == markdown.count("\n", 0, span.char_end - 1) + 1
+            # one location per section the chunk touches, each under its own headings
+            for location in locations:
+                assert location.hierarchy == headings_in_force(markdown, location.char_start)
+                assert location.hierarchy == headings_in_force(markdown, location.char_end - 1)
 
 
 def test_chunks_respect_the_budget_and_cover_the_whole_body(corpus):
@@ -119,6 +123,21 @@ def test_pages_split_a_chunk_into_one_location_per_page():
     )
     assert (second.line_number_start, second.line_number_end) == (4, 5)
     assert second.hierarchy == ["A"]
+
+
+def test_a_chunk_taking_in_a_tiny_section_has_a_location_per_section():
+    """A title with one short line rides along with the next section: the chunk's
+    heading path is the title's (where it starts), the second location's is the
+    subsection's, so a sentence quoted from it names its own section."""
+    body = "Hotel rooms are booked through the travel desk at most three weeks ahead. " * 4
+    markdown = f"# Travel policy\n\nFor all staff.\n\n## Hotels\n\n{body}\n"
+    structure = MarkdownStructure(markdown)
+    [span] = chunk_markdown(structure, target=TARGET, overlap=OVERLAP)
+    first, second = Locator(structure, line_pages=[]).locate(span.char_start, span.char_end)
+    assert (first.hierarchy, second.hierarchy) == (["Travel policy"], ["Travel policy", "Hotels"])
+    assert markdown[first.char_start : first.char_end] == "# Travel policy\n\nFor all staff.\n\n"
+    assert (second.line_number_start, second.char_start) == (5, markdown.index("## Hotels"))
+    assert (first.page_number, second.page_number) == (None, None)
 
 
 def test_a_long_arabic_paragraph_is_cut_after_its_question_marks():

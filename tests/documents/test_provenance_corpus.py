@@ -243,6 +243,11 @@ def assert_invariants_1_and_3(markdown, body_start, span, drafts, lines, heading
             f"hierarchy at {d.char_start}: got {d.hierarchy}, "
             f"headings in force {headings.at(d.char_start)}"
         )
+        # and it holds to the location's end: a chunk taking in two sections has a
+        # location for each, so every sentence's section can be told exactly
+        assert headings.at(d.char_end - 1) == d.hierarchy, (
+            f"location {d.char_start}-{d.char_end} spans two sections"
+        )
     # The shared helper too, where it fits: its check that a location's text lies
     # within "\n".join(its lines) cannot hold for a location ending with the newline
     # of its last line, which every location but the last of a chunk spanning a page

@@ -55,13 +55,16 @@ def test_it_answers_with_linked_references_and_a_sources_panel(tenant: Tenant, r
     assert execution.caller_user == tenant.user and execution.origin == "web"
     source = execution.quoted_sources.get(quoted_as="1")
     body = tenant.client.get(f"/answers/{execution.pk}/").content.decode()
-    viewer = f"/answers/{execution.pk}/sources/1/#L{source.line_number_start}"
+    # [1] opens the viewer at the quoted sentence's line (line 5), not the chunk's first
+    assert source.line_number_start == 1
+    viewer = f"/answers/{execution.pk}/sources/1/#L5"
     assert f'<a class="ref" href="{viewer}" aria-label="Source 1: remote.md">[1]</a>' in body
     assert "two days per week" in body
-    # the sources panel: name, section path, lines, score, passage with the quote marked
+    # the sources panel: name, section path, lines, score, passage with the quote marked;
+    # the chunk starts under the title, the quoted sentence under "Eligibility"
     assert 'id="source-1"' in body and "<strong>remote.md</strong>" in body
-    assert source.section.startswith("Remote work charter")
-    assert f"<dt>Section</dt><dd>{source.section.replace('>', '&gt;')}</dd>" in body
+    assert source.section == "Remote work charter"
+    assert "<dt>Section</dt><dd>Remote work charter &gt; Eligibility</dd>" in body
     assert f"{source.score:.3f}" in body
     assert "<mark>Employees may work remotely two days per week" in body
     assert f'href="/v1/flow/files/{remote_work.pk}/content"' in body
