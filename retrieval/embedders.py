@@ -36,6 +36,10 @@ PRECISIONS = ("fp32", "bf16")
 # Forward passes run on at most this many texts: on a 2-core CPU, batches of 8-16
 # chunks of ~200 tokens embed ~15% faster than 64 (activations stay in cache).
 FORWARD_BATCH = 16
+# Sequence lengths padded to a multiple of 16: oneDNN's matrix kernels run aligned
+# shapes much faster (a batch of 142-token texts embeds ~15% faster padded to 144)
+# and mean pooling ignores the padding (cosine to unpadded >= 0.99995).
+PAD_TO_MULTIPLE = 16
 DEFAULT_PRECISION = "bf16"
 
 
@@ -125,6 +129,7 @@ class MiniLmEmbedder:
         self.precision = "bf16" if requested == "bf16" and cpu_has_fast_bf16() else "fp32"
         self.model_dir = Path(get_model_path())
         self.model = SentenceTransformer(str(self.model_dir), device="cpu")
+        self.model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}
         self._query_encoder: Any = None
         if self.precision == "bf16":
             self.model.to(torch.bfloat16)

@@ -21,6 +21,7 @@ import pytest
 
 from retrieval.embedders import (
     EMBED_DIMENSIONS,
+    PAD_TO_MULTIPLE,
     EmbeddingServiceError,
     MiniLmEmbedder,
     OpenAiCompatibleEmbedder,
@@ -205,6 +206,20 @@ def test_fast_precision_agrees_with_fp32(
     candidate = fast.embed_documents(paragraphs)
     cosines = [_cos(a, b) for a, b in zip(reference, candidate, strict=True)]
     assert min(cosines) >= 0.99, cosines
+
+
+def test_batches_are_padded_to_aligned_lengths_without_changing_vectors(
+    fp32: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    """Lengths padded to a multiple of PAD_TO_MULTIPLE (faster kernels) give the
+    vectors an unpadded batch gives: mean pooling skips the padding."""
+    texts = paragraphs[:8]
+    features = fp32.model[0].preprocess(texts)
+    assert features["input_ids"].shape[1] % PAD_TO_MULTIPLE == 0
+    padded = fp32.embed_documents(texts)
+    # one text at a time, each padded only to its own multiple: the same vectors
+    alone = [fp32.embed_documents([text])[0] for text in texts]
+    assert min(_cos(a, b) for a, b in zip(padded, alone, strict=True)) >= 0.99999
 
 
 def test_unknown_precision_is_refused() -> None:
