@@ -90,7 +90,12 @@ class FileAdmin(EvidenceAdmin):
         "deleted_at",
         "created_at",
     ]
-    list_filter = ["status", "kind", "organization", "data_source"]
+    list_filter = [
+        "status",
+        "kind",
+        ("organization", admin.RelatedOnlyFieldListFilter),
+        ("data_source", admin.RelatedOnlyFieldListFilter),
+    ]
     list_select_related = ["data_source", "organization"]
     search_fields = ["name", "sha256", "=id"]
     date_hierarchy = "created_at"
@@ -129,7 +134,7 @@ class FileAdmin(EvidenceAdmin):
 
     @admin.display(boolean=True, description="current")
     def is_current(self, obj: File) -> bool:
-        return obj.is_current and obj.deleted_at is None
+        return obj.is_current
 
     @admin.display(description="original")
     def download(self, obj: File) -> str:
@@ -228,7 +233,11 @@ class ChunkAdmin(EvidenceAdmin):
     ]
     list_select_related = ["file"]
     search_fields = ["chunk_text", "file__name", "=id"]
-    list_filter = ["organization", "data_source", "is_retrievable"]
+    list_filter = [
+        ("organization", admin.RelatedOnlyFieldListFilter),
+        ("data_source", admin.RelatedOnlyFieldListFilter),
+        "is_retrievable",
+    ]
     inlines = [LocationInline]
     exclude = ["embedding"]
     readonly_fields = ["file_link", "content_hash", "char_start", "char_end", "hierarchy"]

@@ -473,6 +473,10 @@ def _requeue(file: File, *, queue: str | None = None, **still: object) -> bool:
     return bool(updated)
 
 
+class AlreadyDeleted(Exception):
+    """Every revision of the document is deleted already."""
+
+
 @transaction.atomic
 def file_delete(
     *,
@@ -483,17 +487,25 @@ def file_delete(
     origin: str | None = None,
 ) -> None:
     """Hide every revision of a document from retrieval; bytes, chunks and the
-    answers that cited them stay for evidence, and the deletion is recorded."""
+    answers that cited them stay for evidence, and the deletion is recorded.
+
+    Raises :class:`AlreadyDeleted` when no revision is left to delete, so a
+    repeated request records no second deletion.
+    """
     from audit.events import document_event_record
     from retrieval.services import index_hash_refresh
 
     if not reason.strip():
         raise ValueError("a deletion needs a reason")
+    revisions = File.objects.filter(data_source_id=file.data_source_id, name=file.name)
+    # the lock makes two requests at once delete (and record) once
+    live = list(revisions.select_for_update().filter(deleted_at__isnull=True).values("pk"))
+    if not live:
+        raise AlreadyDeleted(f"{file.name} is already deleted")
     document_event_record(
         kind="deletion", file=file, user=user, api_key=api_key, origin=origin, reason=reason
     )
     now = timezone.now()
-    revisions = File.objects.filter(data_source_id=file.data_source_id, name=file.name)
     revisions.filter(deleted_at__isnull=True).update(deleted_at=now, deletion_reason=reason)
     Chunk.objects.filter(file__in=revisions).update(is_retrievable=False)
     index_hash_refresh(database_id=file.data_source.vector_database_id)

@@ -172,8 +172,10 @@ class File(models.Model):
 
     @property
     def is_current(self) -> bool:
-        """A revision is current until a newer revision of its name is ready."""
-        return self.superseded_at is None
+        """The revision of its name that answers are drawn from: it has been ready,
+        no newer revision is ready yet, and it is not deleted. A newer revision
+        still ingesting, or failed, leaves this one current and is not itself."""
+        return self.ready_at is not None and self.superseded_at is None and self.deleted_at is None
 
 
 class DocumentMarkdown(models.Model):

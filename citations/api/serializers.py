@@ -15,6 +15,162 @@ class QueryInput(serializers.Serializer):
     query = serializers.CharField(allow_blank=True, trim_whitespace=False)
 
 
+# The declared shapes below document the builders' dicts in the OpenAPI schema;
+# tests/test_openapi.py checks real responses against them, so they cannot drift.
+
+
+class QueryExecutionOutput(serializers.Serializer):
+    query_id = serializers.UUIDField()
+    llm_app_id = serializers.UUIDField()
+    query = serializers.CharField()
+    answer = serializers.CharField(help_text="the answer, each claim marked with [n]")
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True)
+    latency_ms = serializers.FloatField(allow_null=True)
+    retriever = serializers.CharField(help_text="the retriever that found the sources")
+    index_hash = serializers.CharField()
+    embed_model = serializers.CharField()
+    analyzer = serializers.CharField()
+    validator_status = serializers.CharField()
+    quoted_sources_url = serializers.URLField()
+
+
+class CitationPayloadOutput(serializers.Serializer):
+    """The retrieval-traceability document's citation for one retrieved unit."""
+
+    doc_id = serializers.UUIDField()
+    section_id = serializers.CharField(allow_blank=True)
+    snippet_id = serializers.UUIDField()
+    source_url = serializers.CharField()
+    offsets = serializers.DictField(help_text='{"start", "end", "unit": "char"}')
+    tokens = serializers.IntegerField()
+    index_hash = serializers.CharField()
+    embed_model = serializers.CharField()
+    analyzer = serializers.CharField()
+    rev = serializers.CharField()
+    page = serializers.IntegerField(allow_null=True)
+    score_raw = serializers.FloatField()
+    score_norm = serializers.FloatField()
+    rerank_score = serializers.FloatField(allow_null=True)
+    k_pos = serializers.IntegerField()
+    k_final = serializers.IntegerField(allow_null=True)
+
+
+class RetrievalHitOutput(serializers.Serializer):
+    k_pos = serializers.IntegerField()
+    k_final = serializers.IntegerField(allow_null=True)
+    retriever_type = serializers.CharField()
+    score_raw = serializers.FloatField()
+    score_norm = serializers.FloatField()
+    rerank_score = serializers.FloatField(allow_null=True)
+    citation = CitationPayloadOutput()
+
+
+class QueryExecutionDetailOutput(QueryExecutionOutput):
+    hits = RetrievalHitOutput(many=True)
+
+
+class QuotedDocumentOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    title = serializers.CharField(allow_null=True)
+    url = serializers.URLField()
+    public_link = serializers.BooleanField()
+    storage_name = serializers.CharField()
+    data_source_id = serializers.UUIDField()
+    organization_id = serializers.UUIDField()
+
+
+class QuotedChunkOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    data = serializers.CharField()
+    document_id = serializers.UUIDField()
+    data_source_id = serializers.UUIDField()
+    llm_app_id = serializers.UUIDField()
+    user_id = serializers.IntegerField(allow_null=True)
+    flags = serializers.JSONField(allow_null=True)
+    position = serializers.IntegerField()
+    page_start = serializers.IntegerField(allow_null=True)
+    page_end = serializers.IntegerField(allow_null=True)
+
+
+class QuotedDataSourceOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+
+
+class QuotedProvenanceOutput(serializers.Serializer):
+    database_id = serializers.UUIDField()
+    file_revision = serializers.IntegerField()
+    file_sha256 = serializers.CharField()
+    chunk_hash = serializers.CharField()
+    section = serializers.CharField(allow_blank=True)
+    line_number_start = serializers.IntegerField()
+    line_number_end = serializers.IntegerField()
+    chunk_url = serializers.URLField()
+
+
+class QuotedSourceOutput(serializers.Serializer):
+    quoted_as = serializers.CharField(help_text="the n of the answer's [n]")
+    document = QuotedDocumentOutput()
+    chunk = QuotedChunkOutput()
+    data_source = QuotedDataSourceOutput()
+    score = serializers.FloatField()
+    retriever_type = serializers.CharField()
+    provenance = QuotedProvenanceOutput()
+
+
+class SentenceCitationOutput(serializers.Serializer):
+    _id = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    query_execution_id = serializers.UUIDField()
+    total_count = serializers.IntegerField()
+    reply_sentence = serializers.CharField()
+    source_sentence = serializers.CharField()
+    chunk_data_snapshot = serializers.CharField()
+    start_char_idx = serializers.IntegerField()
+    end_char_idx = serializers.IntegerField()
+    source_start_char_idx = serializers.IntegerField()
+    source_end_char_idx = serializers.IntegerField()
+    quoted_as = serializers.CharField()
+    chunk_id = serializers.UUIDField()
+    chunk_page_start = serializers.IntegerField(allow_null=True, help_text="0-indexed")
+    chunk_page_end = serializers.IntegerField(allow_null=True, help_text="0-indexed")
+    chunk_position = serializers.IntegerField()
+    document_id = serializers.UUIDField()
+    document_name = serializers.CharField()
+    document_title = serializers.CharField(allow_null=True)
+    document_url = serializers.URLField()
+    organization_id = serializers.UUIDField()
+    threshold = serializers.IntegerField()
+
+
+class SegmentValidationOutput(serializers.Serializer):
+    segment = serializers.IntegerField()
+    result = serializers.CharField()
+    snippet_id = serializers.UUIDField()
+
+
+class QueryValidationOutput(serializers.Serializer):
+    query_id = serializers.UUIDField()
+    result = serializers.CharField(help_text="ok, or the first segment's failure code")
+    segments = SegmentValidationOutput(many=True)
+
+
+class CitationValidateInput(serializers.Serializer):
+    citations = CitationPayloadOutput(many=True)
+    allow_cross_section = serializers.BooleanField(required=False, default=False)
+
+
+class CitationValidateOutput(serializers.Serializer):
+    result = serializers.CharField(
+        help_text="ok, or the first rule broken: empty_citations, missing_snippet_id, "
+        "missing_<field>, bad_offsets, cross_section_reuse, missing_score, "
+        "mismatch_index_hash, analyzer_mismatch or revision_mismatch"
+    )
+
+
 def _content_url(request: Request, file_id: object) -> str:
     return request.build_absolute_uri(reverse("file-content", args=[file_id]))
 

@@ -12,14 +12,21 @@ from rest_framework.views import APIView
 
 from citations import selectors
 from citations.api.serializers import (
+    CitationValidateInput,
+    CitationValidateOutput,
+    QueryExecutionDetailOutput,
+    QueryExecutionOutput,
     QueryInput,
+    QueryValidationOutput,
+    QuotedSourceOutput,
+    SentenceCitationOutput,
     claim_output,
     query_execution_output,
     quoted_source_output,
 )
 from citations.services import QueryRejected, query_execute, query_validate
 from citations.validation import validate_citations
-from documents.api.errors import ApiError
+from documents.api.errors import ApiError, error_responses
 from documents.models import ApiKey, Chunk
 from documents.tenancy import organization_of
 
@@ -36,7 +43,9 @@ class _AppView(APIView):
 class QueryExecutionsView(_AppView):
     """Ask the app a question; the answer carries ``[n]`` references."""
 
-    @extend_schema(request=QueryInput)
+    @extend_schema(
+        request=QueryInput, responses={201: QueryExecutionOutput, **error_responses(400, 401, 404)}
+    )
     def post(self, request: Request, llm_app_id: str) -> Response:
         app = self.app(request, llm_app_id)
         if not isinstance(request.data, dict) or "query" not in request.data:
@@ -60,6 +69,7 @@ class QueryExecutionsView(_AppView):
 class QueryExecutionDetailView(_AppView):
     """A recorded answer, with every retrieval hit and its citation payload."""
 
+    @extend_schema(responses={200: QueryExecutionDetailOutput, **error_responses(401, 404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
         body = query_execution_output(execution, request)
@@ -81,6 +91,7 @@ class QueryExecutionDetailView(_AppView):
 class QuotedSourcesView(_AppView):
     """The sources behind the answer's ``[n]`` markers (source-citation v2)."""
 
+    @extend_schema(responses={200: QuotedSourceOutput(many=True), **error_responses(401, 404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
         sources = selectors.quoted_sources_of(execution=execution)
@@ -90,6 +101,11 @@ class QuotedSourcesView(_AppView):
 class SentenceCitationsView(_AppView):
     """Deprecated v1: sentence-level citations of an answer."""
 
+    @extend_schema(
+        request=None,
+        responses={200: SentenceCitationOutput(many=True), **error_responses(401, 404)},
+        deprecated=True,
+    )
     def post(self, request: Request, llm_app_id: str, query_execution_id: str) -> Response:
         app = self.app(request, llm_app_id)
         execution = selectors.query_for_app(app=app, query_id=query_execution_id)
@@ -102,6 +118,7 @@ class SentenceCitationsView(_AppView):
 class QueryValidationView(_AppView):
     """Re-validate a recorded answer's citations against the live index."""
 
+    @extend_schema(responses={200: QueryValidationOutput, **error_responses(401, 404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
         return Response(query_validate(execution=execution))
@@ -111,6 +128,10 @@ class CitationValidateView(APIView):
     """Validate a citation payload list; snippets of the caller's organization are
     checked against the live index hash, analyzer and revision."""
 
+    @extend_schema(
+        request=CitationValidateInput,
+        responses={200: CitationValidateOutput, **error_responses(400, 401)},
+    )
     def post(self, request: Request) -> Response:
         items = request.data.get("citations") if isinstance(request.data, dict) else None
         if not isinstance(items, list):

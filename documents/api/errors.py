@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -29,6 +30,30 @@ class ApiError(exceptions.APIException):
         super().__init__(detail=message, code=code)
         self.status_code = status_code
         self.param = param
+
+
+class ErrorDetailOutput(serializers.Serializer):
+    message = serializers.CharField()
+    type = serializers.CharField()
+    param = serializers.CharField(allow_null=True)
+    code = serializers.CharField()
+
+
+class ErrorOutput(serializers.Serializer):
+    error = ErrorDetailOutput()
+
+
+def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
+    """The error answers an operation can give, for its OpenAPI responses."""
+    described = {
+        400: "the request is malformed; `error.code` and `error.param` say what",
+        401: "no valid API key",
+        404: "not found, or another organization's",
+        409: "the resource is not in a state that allows this",
+        413: "the upload is too large",
+        415: "the file's type is not supported",
+    }
+    return {code: OpenApiResponse(ErrorOutput, description=described[code]) for code in statuses}
 
 
 def _message(detail: Any) -> str:

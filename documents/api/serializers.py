@@ -13,6 +13,30 @@ class FileUploadInput(serializers.Serializer):
     data_source = serializers.CharField(max_length=200)
 
 
+MAX_REASON_CHARS = 2000  # a deletion's reason is a sentence or two, kept in the ledger
+
+
+class FileDeleteInput(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=MAX_REASON_CHARS, help_text="why; kept in the document's ledger"
+    )
+
+
+class FileMarkdownOutput(serializers.Serializer):
+    """The file revision's ingested Markdown: every location indexes into it."""
+
+    file_id = serializers.UUIDField()
+    revision = serializers.IntegerField()
+    database_id = serializers.UUIDField()
+    converter = serializers.CharField()
+    converter_version = serializers.CharField()
+    markdown_sha256 = serializers.CharField()
+    page_count = serializers.IntegerField(allow_null=True)
+    front_matter = serializers.CharField(allow_blank=True)
+    markdown = serializers.CharField(allow_blank=True)
+    chunk_ids = serializers.ListField(child=serializers.UUIDField(), help_text="in order")
+
+
 class FileOutput(serializers.ModelSerializer):
     file_id = serializers.UUIDField(source="id")
     data_source = serializers.CharField(source="data_source.name")
@@ -20,7 +44,9 @@ class FileOutput(serializers.ModelSerializer):
     database_id = serializers.UUIDField(source="data_source.vector_database_id")
     stage = serializers.CharField(source="status")
     progress = serializers.SerializerMethodField()
-    is_current = serializers.BooleanField()
+    is_current = serializers.BooleanField(
+        help_text="answers are drawn from this revision: ready, not superseded, not deleted"
+    )
     status_url = serializers.SerializerMethodField()
     content_url = serializers.SerializerMethodField()
 

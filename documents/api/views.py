@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.http import FileResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,8 +12,15 @@ from rest_framework.views import APIView
 
 from audit.events import client_address, document_event_record
 from documents import ingestion, selectors
-from documents.api.errors import ApiError
-from documents.api.serializers import ChunkOutput, FileOutput, FileUploadInput
+from documents.api.errors import ApiError, error_responses
+from documents.api.serializers import (
+    MAX_REASON_CHARS,
+    ChunkOutput,
+    FileDeleteInput,
+    FileMarkdownOutput,
+    FileOutput,
+    FileUploadInput,
+)
 from documents.models import ApiKey
 from documents.storage import original_open
 from documents.tenancy import organization_of
@@ -22,7 +30,14 @@ from documents.uploads import UploadRejected, data_source_for, file_upload
 class FileUploadView(APIView):
     """Upload a file into a data source; ingestion continues in the background."""
 
-    @extend_schema(request={"multipart/form-data": FileUploadInput}, responses={202: FileOutput})
+    @extend_schema(
+        request={"multipart/form-data": FileUploadInput},
+        responses={
+            202: FileOutput,
+            200: OpenApiResponse(FileOutput, description="the same bytes are already there"),
+            **error_responses(400, 401, 404, 413, 415),
+        },
+    )
     def post(self, request: Request) -> Response:
         form = FileUploadInput(data=request.data)
         form.is_valid(raise_exception=True)
@@ -51,24 +66,37 @@ class FileUploadView(APIView):
 class FileDetailView(APIView):
     """Metadata, stage and progress of one file revision."""
 
-    @extend_schema(responses=FileOutput)
+    @extend_schema(responses={200: FileOutput, **error_responses(401, 404)})
     def get(self, request: Request, file_id: str) -> Response:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         return Response(FileOutput(record).data)
 
+    @extend_schema(
+        request=FileDeleteInput,
+        responses={200: FileOutput, **error_responses(400, 401, 404, 409)},
+    )
     def delete(self, request: Request, file_id: str) -> Response:
         """Hide the document from retrieval (all revisions); evidence and bytes stay."""
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         reason = request.data.get("reason") if isinstance(request.data, dict) else None
         if not isinstance(reason, str) or not reason.strip():
             raise ApiError("a deletion needs a 'reason'", code="reason_required", param="reason")
-        ingestion.file_delete(
-            file=record,
-            reason=reason.strip(),
-            user=request.user,
-            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-            origin=client_address(request),
-        )
+        if len(reason) > MAX_REASON_CHARS:
+            raise ApiError(
+                f"'reason' is longer than {MAX_REASON_CHARS} characters",
+                code="reason_too_long",
+                param="reason",
+            )
+        try:
+            ingestion.file_delete(
+                file=record,
+                reason=reason.strip(),
+                user=request.user,
+                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+                origin=client_address(request),
+            )
+        except ingestion.AlreadyDeleted as exc:
+            raise ApiError(str(exc), code="already_deleted", status_code=409) from exc
         record.refresh_from_db()
         return Response(FileOutput(record).data)
 
@@ -76,7 +104,14 @@ class FileDetailView(APIView):
 class FileContentView(APIView):
     """The original uploaded bytes, byte for byte."""
 
-    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    @extend_schema(
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="the original bytes, byte for byte"
+            ),
+            **error_responses(401, 404),
+        }
+    )
     def get(self, request: Request, file_id: str) -> FileResponse:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         document_event_record(
@@ -100,6 +135,7 @@ class FileContentView(APIView):
 class FileMarkdownView(APIView):
     """The ingested Markdown of the file revision, with its converter and chunk ids."""
 
+    @extend_schema(responses={200: FileMarkdownOutput, **error_responses(401, 404, 409)})
     def get(self, request: Request, file_id: str) -> Response:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         markdown = selectors.markdown_active(file=record)
@@ -129,7 +165,7 @@ class FileMarkdownView(APIView):
 class ChunkDetailView(APIView):
     """A chunk's full provenance: file id, text and Markdown locations."""
 
-    @extend_schema(responses=ChunkOutput)
+    @extend_schema(responses={200: ChunkOutput, **error_responses(401, 404)})
     def get(self, request: Request, database_id: str, chunk_id: str) -> Response:
         chunk = selectors.chunk_get(
             organization=organization_of(request), database_id=database_id, chunk_id=chunk_id

@@ -71,5 +71,7 @@ def _detail(record: File, status: FileStatus) -> str:
         return "embedding chunks"
     if status == FileStatus.READY:
         chunks = record.progress_total
-        return f"ready: {chunks} chunks searchable" if chunks else "ready"
+        if not chunks:
+            return "ready"
+        return f"ready: {chunks} chunk{'s' if chunks != 1 else ''} searchable"
     return record.error_message or "failed"

@@ -103,6 +103,23 @@ def test_a_new_revision_supersedes_the_old_one_which_stays_readable(celery_worke
     assert client.get(f"/v1/flow/files/{first.pk}").json()["is_current"] is False
 
 
+def test_a_failed_new_revision_leaves_the_previous_one_current(celery_worker):
+    source = factories.data_source()
+    key = factories.api_key(source.organization)
+    first = factories.upload(source, "policy.md", b"# Policy\n\nKeep records five years.\n").file
+    assert wait_for_status(first.pk).status == "ready"
+    broken = b"# Policy\n\n" + b"All good text. " * 1000 + bytes(range(128, 256)) * 40
+    second = factories.upload(source, "policy.md", broken).file
+    assert second.revision == 2
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    # while the new revision ingests, and after it failed, answers come from the first
+    assert client.get(f"/v1/flow/files/{second.pk}").json()["is_current"] is False
+    assert wait_for_status(second.pk).status == "failed"
+    assert client.get(f"/v1/flow/files/{first.pk}").json()["is_current"] is True
+    assert client.get(f"/v1/flow/files/{second.pk}").json()["is_current"] is False
+
+
 def test_a_bad_file_fails_with_a_reason_and_the_next_one_still_ingests(celery_worker, corpus):
     source = factories.data_source()
     # valid UTF-8 where the upload sniffs it, mostly binary further in: only conversion sees it

@@ -235,3 +235,45 @@ def test_last_used_at_is_recorded_without_a_write_per_request(tenant):
     ApiKey.objects.update(last_used_at=first - LAST_USED_RESOLUTION)
     assert _client(key).get("/v1/flow/files/not-a-uuid").status_code == 404
     assert ApiKey.objects.get().last_used_at > first
+
+
+def _delete(client: APIClient, file_id: str, body: object):  # noqa: ANN202
+    return client.delete(f"/v1/flow/files/{file_id}", body, format="json")
+
+
+def test_deleting_a_file_needs_a_reason_records_once_and_answers_409_after(tenant):
+    from audit.models import DocumentEvent
+
+    org, key = tenant
+    record = factories.upload(org.data_sources.get(), "leave.md", b"# Leave\n\nTwenty days.\n").file
+    client = _client(key)
+    for body, code in (
+        ({}, "reason_required"),
+        ({"reason": "   "}, "reason_required"),
+        ({"reason": 42}, "reason_required"),
+        (["policy withdrawn"], "reason_required"),
+        ({"reason": "x" * 2001}, "reason_too_long"),
+    ):
+        response = _delete(client, record.pk, body)
+        assert response.status_code == 400, body
+        assert response.json()["error"]["code"] == code, body
+    assert not DocumentEvent.objects.filter(kind="deletion").exists()
+
+    deleted = _delete(client, record.pk, {"reason": "policy withdrawn"})
+    assert deleted.status_code == 200 and deleted.json()["deleted_at"]
+    again = _delete(client, record.pk, {"reason": "policy withdrawn"})
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "already_deleted"
+    assert DocumentEvent.objects.filter(kind="deletion", file=record).count() == 1
+
+
+def test_another_tenants_file_cannot_be_deleted(tenant):
+    org, _ = tenant
+    record = factories.upload(org.data_sources.get(), "leave.md", b"# Leave\n\nTwenty days.\n").file
+    other = factories.organization("Globex")
+    for client in (_client(factories.api_key(other)), _client(None), _client("pk_bogus")):
+        response = _delete(client, record.pk, {"reason": "not mine"})
+        assert response.status_code in (401, 404)
+    assert _delete(_client(factories.api_key(other)), record.pk, {"reason": "x"}).status_code == 404
+    record.refresh_from_db()
+    assert record.deleted_at is None

@@ -100,7 +100,8 @@ class Command(BaseCommand):
             if record.status == FileStatus.READY:
                 chunks = record.chunks.filter(markdown__is_active=True).count()
                 self.stdout.write(
-                    f"ready     {record.name} rev {record.revision}: {chunks} chunks, "
+                    f"ready     {record.name} rev {record.revision}: "
+                    f"{chunks} chunk{'s' if chunks != 1 else ''}, "
                     f"sha256 {record.sha256[:12]}…, file_id {record.pk}"
                 )
             elif record.status == FileStatus.FAILED:

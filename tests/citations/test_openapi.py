@@ -1,0 +1,161 @@
+"""The OpenAPI schema integrators generate clients from: complete (every
+operation says what it returns and how to authenticate) and true (real
+responses of every endpoint validate against it, unknown fields included)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Any
+
+import jsonschema
+import pytest
+from django.core.management import call_command
+from drf_spectacular.generators import SchemaGenerator
+from rest_framework.test import APIClient
+
+from documents.models import Chunk, File
+
+pytestmark = pytest.mark.django_db
+
+QUESTION = "Within what time must security incidents be reported?"
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    generated = SchemaGenerator().get_schema(request=None, public=True)
+    return json.loads(json.dumps(generated, default=str))
+
+
+def _strict(node: Any) -> Any:
+    """OpenAPI 3.0 to JSON Schema: ``nullable`` becomes a null alternative, and
+    objects with declared properties admit no others (an undocumented field fails)."""
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _strict(value) for key, value in node.items()}
+    if "properties" in node and "additionalProperties" not in node:
+        node["additionalProperties"] = False
+    if node.pop("nullable", False):
+        return {"anyOf": [node, {"type": "null"}]}
+    return node
+
+
+def _check(schema: dict, response, path: str, method: str) -> None:  # noqa: ANN001
+    """``response`` matches what the schema documents for its status code."""
+    operation = schema["paths"][path][method]
+    documented = operation["responses"].get(str(response.status_code))
+    assert documented, f"{method.upper()} {path} does not document {response.status_code}"
+    body_schema = documented["content"]["application/json"]["schema"]
+    root = _strict({"components": schema["components"], **body_schema})
+    jsonschema.validate(response.json(), root, format_checker=jsonschema.FormatChecker())
+
+
+def test_the_schema_is_valid_and_generated_without_warnings():
+    out = io.StringIO()
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
+    assert out.getvalue().startswith("openapi: 3.0")
+
+
+def test_every_operation_documents_its_response_and_how_to_authenticate(schema):
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer"}
+    headers = {s.get("name") for s in schemes.values() if s["type"] == "apiKey"}
+    assert {"X-API-Key", "Wikit-Semantics-API-Key"} <= headers
+    operations = [
+        (path, method, operation)
+        for path, item in schema["paths"].items()
+        if path.startswith(("/v1/", "/semantics/"))
+        for method, operation in item.items()
+    ]
+    assert len(operations) >= 20
+    for path, method, operation in operations:
+        success = [c for c in operation["responses"] if c.startswith("2")]
+        assert success, f"{method} {path}"
+        for code in success:
+            assert operation["responses"][code].get("content"), f"{method} {path} {code}"
+        # any one key header is enough: alternatives, never all of them at once
+        assert {"bearerAuth": []} in operation["security"], f"{method} {path}"
+        assert all(len(requirement) <= 1 for requirement in operation["security"])
+
+
+def test_real_responses_validate_against_the_schema(schema, library):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
+    app = library.handbook.pk
+    created = client.post(
+        f"/semantics/apps/{app}/query-executions", {"query": QUESTION}, format="json"
+    )
+    assert created.status_code == 201
+    _check(schema, created, "/semantics/apps/{llm_app_id}/query-executions", "post")
+    query_id = created.json()["query_id"]
+    base = f"/semantics/apps/{app}"
+    for path, method, url in (
+        (
+            "/semantics/apps/{llm_app_id}/query-executions/{query_id}",
+            "get",
+            f"{base}/query-executions/{query_id}",
+        ),
+        (
+            "/semantics/apps/{llm_app_id}/query-execution-sources/{query_id}/get-quoted-sources",
+            "get",
+            f"{base}/query-execution-sources/{query_id}/get-quoted-sources",
+        ),
+        (
+            "/semantics/apps/{llm_app_id}/query-executions/{query_execution_id}/citations",
+            "post",
+            f"{base}/query-executions/{query_id}/citations",
+        ),
+        (
+            "/semantics/apps/{llm_app_id}/query-executions/{query_id}/validation",
+            "get",
+            f"{base}/query-executions/{query_id}/validation",
+        ),
+    ):
+        response = getattr(client, method)(url)
+        assert response.status_code == 200, url
+        assert response.json(), url
+        _check(schema, response, path, method)
+
+    hits = client.get(f"{base}/query-executions/{query_id}").json()["hits"]
+    validated = client.post(
+        "/v1/citations/validate", {"citations": [hits[0]["citation"]]}, format="json"
+    )
+    assert validated.status_code == 200 and validated.json()["result"] == "ok"
+    _check(schema, validated, "/v1/citations/validate", "post")
+
+    chunk = Chunk.objects.filter(organization=library.organization, is_retrievable=True).first()
+    record = File.objects.get(pk=chunk.file_id)
+    for path, url in (
+        ("/v1/flow/files/{file_id}", f"/v1/flow/files/{record.pk}"),
+        ("/v1/flow/files/{file_id}/markdown", f"/v1/flow/files/{record.pk}/markdown"),
+        (
+            "/v1/flow/vectordb/{database_id}/chunk/{chunk_id}",
+            f"/v1/flow/vectordb/{chunk.vector_database_id}/chunk/{chunk.pk}",
+        ),
+    ):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        _check(schema, response, path, "get")
+
+
+def test_error_responses_validate_against_the_schema(schema, library):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
+    app = library.handbook.pk
+    unknown = "00000000-0000-0000-0000-000000000000"
+    path = "/semantics/apps/{llm_app_id}/query-executions"
+    bad = client.post(f"/semantics/apps/{app}/query-executions", {"q": 1}, format="json")
+    assert bad.status_code == 400
+    _check(schema, bad, path, "post")
+    missing = client.get(f"/v1/flow/files/{unknown}")
+    assert missing.status_code == 404
+    _check(schema, missing, "/v1/flow/files/{file_id}", "get")
+    anonymous = APIClient()
+    anonymous.credentials(HTTP_AUTHORIZATION="Bearer pk_not_a_key")
+    refused = anonymous.get(f"/v1/flow/files/{unknown}")
+    assert refused.status_code == 401
+    _check(schema, refused, "/v1/flow/files/{file_id}", "get")
+    assert re.fullmatch(r"[a-z_]+", refused.json()["error"]["code"])
