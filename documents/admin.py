@@ -67,6 +67,10 @@ class ApiKeyAdmin(OrganizationScopedAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # keys are shown once: made by `manage.py create_api_key`
 
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+        """A key stays with the organization it was made for: it can be named or revoked."""
+        return [*self.readonly_fields, "organization"]
+
 
 @admin.register(DataSource)
 class DataSourceAdmin(OrganizationScopedAdmin):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -52,6 +53,11 @@ def _choices_scope(db_field: models.Field, request: HttpRequest, kwargs: dict) -
     mine = organization_ids_of(request.user)
     if related._meta.label == "documents.Organization":
         kwargs["queryset"] = related.objects.filter(pk__in=mine)
+    elif related is get_user_model():
+        # people of one's own organizations only; someone new is added by a superuser
+        kwargs["queryset"] = related.objects.filter(
+            memberships__organization_id__in=mine
+        ).distinct()
     elif any(f.name == "organization" for f in related._meta.fields):
         kwargs["queryset"] = related.objects.filter(organization_id__in=mine)
 

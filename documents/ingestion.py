@@ -498,14 +498,20 @@ def file_delete(
     if not reason.strip():
         raise ValueError("a deletion needs a reason")
     revisions = File.objects.filter(data_source_id=file.data_source_id, name=file.name)
-    # the lock makes two requests at once delete (and record) once
-    live = list(revisions.select_for_update().filter(deleted_at__isnull=True).values("pk"))
+    # the lock makes two requests at once delete (and record) once; newest first, the
+    # order _publish locks in, so a deletion during a publish waits instead of deadlocking
+    live = list(
+        revisions.select_for_update()
+        .filter(deleted_at__isnull=True)
+        .order_by("-revision")
+        .values_list("pk", flat=True)
+    )
     if not live:
         raise AlreadyDeleted(f"{file.name} is already deleted")
     document_event_record(
         kind="deletion", file=file, user=user, api_key=api_key, origin=origin, reason=reason
     )
     now = timezone.now()
-    revisions.filter(deleted_at__isnull=True).update(deleted_at=now, deletion_reason=reason)
+    File.objects.filter(pk__in=live).update(deleted_at=now, deletion_reason=reason)
     Chunk.objects.filter(file__in=revisions).update(is_retrievable=False)
     index_hash_refresh(database_id=file.data_source.vector_database_id)

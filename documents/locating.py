@@ -1,8 +1,8 @@
 """Locations of a chunk: Markdown lines and offsets, heading path, page, boxes.
 
 A chunk is cut into one Location per page it touches (pages come from the
-converter's per-line map) and per section it touches (a chunk may take in a
-tiny section after its own), so the Locations' character ranges partition the
+converter's per-line map) and per section it touches (a chunk that starts in a
+tiny section takes in the next one), so the Locations' character ranges partition the
 chunk's range exactly and each names a single page and a single heading path.
 """
 

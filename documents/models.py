@@ -295,8 +295,8 @@ class Chunk(models.Model):
 class Location(models.Model):
     """Where (part of) a chunk sits: Markdown lines and offsets, headings, page, boxes.
 
-    A chunk spanning a page break has one Location per page; their character
-    ranges partition the chunk's range.
+    A chunk has one Location per page and per section it touches; their
+    character ranges partition the chunk's range.
     """
 
     chunk = models.ForeignKey(Chunk, on_delete=models.PROTECT, related_name="locations")

@@ -134,8 +134,10 @@ def file_upload(
 
 
 def _current_revision(data_source: DataSource, name: str) -> File | None:
+    """The name's latest revision that identical bytes would duplicate: not failed,
+    not deleted (uploading a deleted document again brings it back)."""
     return (
-        File.objects.filter(data_source=data_source, name=name)
+        File.objects.filter(data_source=data_source, name=name, deleted_at__isnull=True)
         .exclude(status="failed")
         .order_by("-revision")
         .first()

@@ -44,7 +44,7 @@ class QueryExecutionsView(_AppView):
     """Ask the app a question; the answer carries ``[n]`` references."""
 
     @extend_schema(
-        request=QueryInput, responses={201: QueryExecutionOutput, **error_responses(400, 401, 404)}
+        request=QueryInput, responses={201: QueryExecutionOutput, **error_responses(400, 404)}
     )
     def post(self, request: Request, llm_app_id: str) -> Response:
         app = self.app(request, llm_app_id)
@@ -69,7 +69,7 @@ class QueryExecutionsView(_AppView):
 class QueryExecutionDetailView(_AppView):
     """A recorded answer, with every retrieval hit and its citation payload."""
 
-    @extend_schema(responses={200: QueryExecutionDetailOutput, **error_responses(401, 404)})
+    @extend_schema(responses={200: QueryExecutionDetailOutput, **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
         body = query_execution_output(execution, request)
@@ -91,7 +91,7 @@ class QueryExecutionDetailView(_AppView):
 class QuotedSourcesView(_AppView):
     """The sources behind the answer's ``[n]`` markers (source-citation v2)."""
 
-    @extend_schema(responses={200: QuotedSourceOutput(many=True), **error_responses(401, 404)})
+    @extend_schema(responses={200: QuotedSourceOutput(many=True), **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
         sources = selectors.quoted_sources_of(execution=execution)
@@ -103,7 +103,7 @@ class SentenceCitationsView(_AppView):
 
     @extend_schema(
         request=None,
-        responses={200: SentenceCitationOutput(many=True), **error_responses(401, 404)},
+        responses={200: SentenceCitationOutput(many=True), **error_responses(404)},
         deprecated=True,
     )
     def post(self, request: Request, llm_app_id: str, query_execution_id: str) -> Response:
@@ -118,7 +118,7 @@ class SentenceCitationsView(_AppView):
 class QueryValidationView(_AppView):
     """Re-validate a recorded answer's citations against the live index."""
 
-    @extend_schema(responses={200: QueryValidationOutput, **error_responses(401, 404)})
+    @extend_schema(responses={200: QueryValidationOutput, **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
         return Response(query_validate(execution=execution))
@@ -130,7 +130,7 @@ class CitationValidateView(APIView):
 
     @extend_schema(
         request=CitationValidateInput,
-        responses={200: CitationValidateOutput, **error_responses(400, 401)},
+        responses={200: CitationValidateOutput, **error_responses(400)},
     )
     def post(self, request: Request) -> Response:
         items = request.data.get("citations") if isinstance(request.data, dict) else None

@@ -4,6 +4,7 @@ per quoted source (as recorded at answer time) and the uncited hits."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from django.urls import reverse
 from django.utils.safestring import SafeString
@@ -34,7 +35,7 @@ class SourceCard:
     @property
     def sections(self) -> list[str]:
         """The sections of the quoted sentences, first use first; the chunk's own
-        when none is known (a chunk may take in a tiny section before its own)."""
+        when none is known (a chunk that starts in a tiny section takes in the next)."""
         found = list(dict.fromkeys(place.section for place in self.places))
         return found or [self.source.section]
 
@@ -68,18 +69,18 @@ class AnswerPage:
         return any(card.state.changed for card in self.sources)
 
 
-def source_url(source: QuotedSource, first: Place | None = None) -> str:
-    """The viewer of ``[n]``, scrolled to the first quoted sentence's page or line
-    (the chunk's start when not given)."""
+def source_url(source: QuotedSource, *, place: Place | None = None) -> str:
+    """The viewer of ``[n]``, scrolled to a quoted sentence's page or line (the
+    chunk's start when not given)."""
     base = reverse("web-source", args=[source.query_id, source.quoted_as])
     page, line = (
-        (first.page, first.line) if first else (source.page_start, source.line_number_start)
+        (place.page, place.line) if place else (source.page_start, source.line_number_start)
     )
     return f"{base}#{anchor_of(kind=source.file.kind, page=page, line=line)}"
 
 
 def _source_card(
-    source: QuotedSource, state: DocumentState, locations: list[Location]
+    *, source: QuotedSource, state: DocumentState, locations: list[Location]
 ) -> SourceCard:
     claims = [(c.source_start, c.source_end) for c in source.claims.all()]
     places = places_of(
@@ -91,7 +92,7 @@ def _source_card(
     return SourceCard(
         source=source,
         passage=marked(source.chunk_text, claims),
-        viewer_url=source_url(source, places[0] if places else None),
+        viewer_url=source_url(source, place=places[0] if places else None),
         download_url=reverse("file-content", args=[source.file_id]),
         unit=unit_of(source.file.kind),
         state=state,
@@ -103,16 +104,21 @@ def answer_page(*, execution: QueryExecution) -> AnswerPage:
     sources = quoted_sources_for_page(execution=execution)
     states = document_states(s.file for s in sources)
     locations = locations_by_chunk(chunk_ids={s.chunk_id for s in sources})
-    cards = [_source_card(s, states[s.file_id], locations.get(s.chunk_id, [])) for s in sources]
+    cards = [
+        _source_card(source=s, state=states[s.file_id], locations=locations.get(s.chunk_id, []))
+        for s in sources
+    ]
+    # each [n] opens the viewer at the sentence it stands for (places follow the claims)
     markers = [
         Marker(
             at=claim.reply_end,
             quoted_as=card.source.quoted_as,
-            href=card.viewer_url,
+            href=source_url(card.source, place=place) if place else card.viewer_url,
             label=f"Source {card.source.quoted_as}: {card.source.document_name}",
         )
         for card in cards
-        for claim in card.source.claims.all()
+        for claim, place in zip_longest(card.source.claims.all(), card.places)
+        if claim is not None
     ]
     return AnswerPage(
         execution=execution,

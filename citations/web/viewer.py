@@ -43,6 +43,7 @@ class SourceView:
     whole: bool
     total_lines: int
     anchor: str
+    hierarchy: list[str]  # the headings over the first quoted sentence (or the chunk's start)
 
     @property
     def page_numbers(self) -> list[int]:
@@ -57,17 +58,22 @@ def unit_of(kind: str) -> str:
 class Place:
     """Where a quoted sentence sits in its document."""
 
-    section: str
+    hierarchy: tuple[str, ...]
     page: int | None
     line: int
+
+    @property
+    def section(self) -> str:
+        return " > ".join(self.hierarchy)
 
 
 def places_of(
     *, chunk_text: str, chunk_start: int, locations: Sequence[Location], claims: Sequence[Range]
 ) -> list[Place]:
     """The section, page and line of each quoted sentence (``claims`` are offsets
-    into ``chunk_text``), from the chunk's location that holds the sentence's
-    start: a chunk may take in more than one section or page."""
+    into ``chunk_text``), in the claims' order, from the chunk's location that
+    holds the sentence's start: a chunk may take in more than one section or
+    page. Empty when the chunk has no locations."""
     ordered = sorted(locations, key=lambda loc: loc.char_start)
     places = []
     for start, _end in claims:
@@ -81,7 +87,7 @@ def places_of(
         first = max(location.char_start - chunk_start, 0)
         places.append(
             Place(
-                section=" > ".join(location.hierarchy),
+                hierarchy=tuple(location.hierarchy),
                 page=location.page_number,
                 line=location.line_number_start + chunk_text.count("\n", first, start),
             )
@@ -115,6 +121,13 @@ def source_view(*, chunk: Chunk, claims: Sequence[Range], whole: bool) -> Source
         marks=marks,
         page_of=lambda n: line_pages[n - 1] if 0 < n <= len(line_pages) else None,
     )
+    places = places_of(
+        chunk_text=chunk.chunk_text,
+        chunk_start=chunk.char_start,
+        locations=locations,
+        claims=claims,
+    )
+    first_place = places[0] if places else None
     return SourceView(
         file=chunk.file,
         chunk=chunk,
@@ -125,7 +138,12 @@ def source_view(*, chunk: Chunk, claims: Sequence[Range], whole: bool) -> Source
         lines=lines,
         whole=whole or (first == 1 and last == total),
         total_lines=total,
-        anchor=anchor_of(kind=chunk.file.kind, page=chunk.page_start, line=chunk.line_number_start),
+        anchor=anchor_of(
+            kind=chunk.file.kind,
+            page=first_place.page if first_place else chunk.page_start,
+            line=first_place.line if first_place else chunk.line_number_start,
+        ),
+        hierarchy=list(first_place.hierarchy) if first_place else chunk.hierarchy,
     )
 
 

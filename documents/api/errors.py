@@ -44,16 +44,19 @@ class ErrorOutput(serializers.Serializer):
 
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
-    """The error answers an operation can give, for its OpenAPI responses."""
+    """The error answers an operation can give, for its OpenAPI responses: those
+    named, and the 401 and 403 every authenticated operation can give."""
     described = {
         400: "the request is malformed; `error.code` and `error.param` say what",
         401: "no valid API key",
+        403: "signed in, but not a member of an organization",
         404: "not found, or another organization's",
         409: "the resource is not in a state that allows this",
         413: "the upload is too large",
         415: "the file's type is not supported",
     }
-    return {code: OpenApiResponse(ErrorOutput, description=described[code]) for code in statuses}
+    codes = sorted({*statuses, 401, 403})
+    return {code: OpenApiResponse(ErrorOutput, description=described[code]) for code in codes}
 
 
 def _message(detail: Any) -> str:

@@ -88,6 +88,15 @@ class FileOutput(serializers.ModelSerializer):
         return reverse("file-content", args=[obj.pk])
 
 
+class FileUploadOutput(FileOutput):
+    duplicate = serializers.BooleanField(
+        help_text="true when the name's current revision already has these exact bytes"
+    )
+
+    class Meta(FileOutput.Meta):
+        fields = [*FileOutput.Meta.fields, "duplicate"]
+
+
 class LocationOutput(serializers.ModelSerializer):
     class Meta:
         model = Location

@@ -20,6 +20,7 @@ from documents.api.serializers import (
     FileMarkdownOutput,
     FileOutput,
     FileUploadInput,
+    FileUploadOutput,
 )
 from documents.models import ApiKey
 from documents.storage import original_open
@@ -33,9 +34,9 @@ class FileUploadView(APIView):
     @extend_schema(
         request={"multipart/form-data": FileUploadInput},
         responses={
-            202: FileOutput,
-            200: OpenApiResponse(FileOutput, description="the same bytes are already there"),
-            **error_responses(400, 401, 404, 413, 415),
+            202: FileUploadOutput,
+            200: OpenApiResponse(FileUploadOutput, description="the same bytes are already there"),
+            **error_responses(400, 413, 415),
         },
     )
     def post(self, request: Request) -> Response:
@@ -66,14 +67,14 @@ class FileUploadView(APIView):
 class FileDetailView(APIView):
     """Metadata, stage and progress of one file revision."""
 
-    @extend_schema(responses={200: FileOutput, **error_responses(401, 404)})
+    @extend_schema(responses={200: FileOutput, **error_responses(404)})
     def get(self, request: Request, file_id: str) -> Response:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         return Response(FileOutput(record).data)
 
     @extend_schema(
         request=FileDeleteInput,
-        responses={200: FileOutput, **error_responses(400, 401, 404, 409)},
+        responses={200: FileOutput, **error_responses(400, 404, 409)},
     )
     def delete(self, request: Request, file_id: str) -> Response:
         """Hide the document from retrieval (all revisions); evidence and bytes stay."""
@@ -109,7 +110,7 @@ class FileContentView(APIView):
             (200, "application/octet-stream"): OpenApiResponse(
                 OpenApiTypes.BINARY, description="the original bytes, byte for byte"
             ),
-            **error_responses(401, 404),
+            **error_responses(404),
         }
     )
     def get(self, request: Request, file_id: str) -> FileResponse:
@@ -135,7 +136,7 @@ class FileContentView(APIView):
 class FileMarkdownView(APIView):
     """The ingested Markdown of the file revision, with its converter and chunk ids."""
 
-    @extend_schema(responses={200: FileMarkdownOutput, **error_responses(401, 404, 409)})
+    @extend_schema(responses={200: FileMarkdownOutput, **error_responses(404, 409)})
     def get(self, request: Request, file_id: str) -> Response:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         markdown = selectors.markdown_active(file=record)
@@ -165,7 +166,7 @@ class FileMarkdownView(APIView):
 class ChunkDetailView(APIView):
     """A chunk's full provenance: file id, text and Markdown locations."""
 
-    @extend_schema(responses={200: ChunkOutput, **error_responses(401, 404)})
+    @extend_schema(responses={200: ChunkOutput, **error_responses(404)})
     def get(self, request: Request, database_id: str, chunk_id: str) -> Response:
         chunk = selectors.chunk_get(
             organization=organization_of(request), database_id=database_id, chunk_id=chunk_id

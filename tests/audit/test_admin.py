@@ -263,3 +263,16 @@ def test_an_app_form_offers_only_the_staff_members_own_organization_and_sources(
     assert f'value="{trail.acme.pk}"' in html and f'value="{acme_source.pk}"' in html
     assert f'value="{trail.globex.pk}"' not in html and f'value="{globex_source.pk}"' not in html
     assert "Globex" not in html
+
+
+def test_a_membership_form_offers_only_people_of_ones_own_organizations(trail):
+    _officer(trail.globex, "gina")  # a member of the other tenant
+    client = _officer(trail.acme, "adam")
+    user = get_user_model().objects.get(username="adam")
+    user.user_permissions.add(
+        *Permission.objects.filter(codename__in=["add_organizationmember", "change_apikey"])
+    )
+    html = client.get("/admin/documents/organizationmember/add/").content.decode()
+    gina = get_user_model().objects.get(username="gina")
+    assert f'value="{user.pk}"' in html and f'value="{gina.pk}"' not in html
+    assert "gina" not in html

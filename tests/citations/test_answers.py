@@ -167,6 +167,9 @@ def test_each_question_and_segment_leaves_a_trace_row_and_line(library, caplog):
     [
         "Quelle est la capitale de la France et combien d'habitants a-t-elle?",
         "What is the airspeed velocity of an unladen swallow?",
+        # a word in common ("code", "name") is not an answer
+        "What is the Globex launch code?",
+        "What is the name of the company's dog?",
     ],
 )
 def test_questions_the_documents_do_not_answer_cite_nothing(library, question):

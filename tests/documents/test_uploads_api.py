@@ -266,6 +266,11 @@ def test_deleting_a_file_needs_a_reason_records_once_and_answers_409_after(tenan
     assert again.json()["error"]["code"] == "already_deleted"
     assert DocumentEvent.objects.filter(kind="deletion", file=record).count() == 1
 
+    # the same bytes uploaded again bring the document back as a new revision
+    back = _post(client, "leave.md", b"# Leave\n\nTwenty days.\n")
+    assert back.status_code == 202 and back.json()["duplicate"] is False
+    assert back.json()["revision"] == 2 and back.json()["deleted_at"] is None
+
 
 def test_another_tenants_file_cannot_be_deleted(tenant):
     org, _ = tenant

@@ -69,6 +69,10 @@ def test_it_answers_with_linked_references_and_a_sources_panel(tenant: Tenant, r
     assert "<mark>Employees may work remotely two days per week" in body
     assert f'href="/v1/flow/files/{remote_work.pk}/content"' in body
     assert "Open [1] in context" in body
+    # the viewer's heading path is the quoted sentence's, and it opens at its line
+    viewer_page = tenant.client.get(viewer.split("#")[0]).content.decode()
+    crumbs = viewer_page.split('aria-label="Heading path"')[1].split("</nav>")[0]
+    assert "<li>Remote work charter</li>" in crumbs and "<li>Eligibility</li>" in crumbs
 
 
 def test_it_keeps_uncited_hits_on_demand(tenant: Tenant, remote_work: File):
