@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from rest_framework.exceptions import NotAuthenticated
 
 from citations.llm_apps import app_find, app_visible_to
 from citations.models import App, ClaimCitation, QueryExecution, QuotedSource
-from documents.models import Organization
+from documents.models import Location, Organization
 
 
 def app_for_caller(*, app_id: str, organization: Organization | None) -> App:
@@ -39,6 +39,10 @@ def quoted_sources_of(*, execution: QueryExecution) -> QuerySet[QuotedSource]:
         QuotedSource.objects.filter(query=execution)
         .select_related("file", "chunk", "query")
         .defer("chunk__embedding", "chunk__chunk_text")
+        .prefetch_related(
+            Prefetch("claims", queryset=ClaimCitation.objects.order_by("segment")),
+            Prefetch("chunk__locations", queryset=Location.objects.order_by("ordinal")),
+        )
         .order_by("id")
     )
 

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 
 from citations.models import ClaimCitation, QueryExecution, QuotedSource
+from citations.places import places_of
 
 
 class QueryInput(serializers.Serializer):
@@ -100,6 +101,16 @@ class QuotedDataSourceOutput(serializers.Serializer):
     name = serializers.CharField()
 
 
+class QuotedSentenceOutput(serializers.Serializer):
+    segment = serializers.IntegerField(help_text="the answer sentence's number, from 1")
+    source_sentence = serializers.CharField()
+    source_start_char_idx = serializers.IntegerField(help_text="offset in the chunk's text")
+    source_end_char_idx = serializers.IntegerField()
+    section = serializers.CharField(allow_blank=True)
+    page_number = serializers.IntegerField(allow_null=True)
+    line_number = serializers.IntegerField(help_text="line of the ingested Markdown")
+
+
 class QuotedProvenanceOutput(serializers.Serializer):
     database_id = serializers.UUIDField()
     file_revision = serializers.IntegerField()
@@ -109,6 +120,7 @@ class QuotedProvenanceOutput(serializers.Serializer):
     line_number_start = serializers.IntegerField()
     line_number_end = serializers.IntegerField()
     chunk_url = serializers.URLField()
+    quoted_sentences = QuotedSentenceOutput(many=True)
 
 
 class QuotedSourceOutput(serializers.Serializer):
@@ -242,8 +254,33 @@ def quoted_source_output(source: QuotedSource, request: Request) -> dict[str, An
             "chunk_url": request.build_absolute_uri(
                 reverse("chunk-detail", args=[source.chunk.vector_database_id, source.chunk_id])
             ),
+            "quoted_sentences": _quoted_sentences(source),
         },
     }
+
+
+def _quoted_sentences(source: QuotedSource) -> list[dict[str, Any]]:
+    """Each sentence the answer quotes from this source, with its own section, page
+    and line (the chunk's may differ: it can take in more than one section)."""
+    claims = list(source.claims.all())
+    places = places_of(
+        chunk_text=source.chunk_text,
+        chunk_start=source.chunk.char_start,
+        locations=list(source.chunk.locations.all()),
+        claims=[(c.source_start, c.source_end) for c in claims],
+    )
+    return [
+        {
+            "segment": claim.segment,
+            "source_sentence": claim.source_sentence,
+            "source_start_char_idx": claim.source_start,
+            "source_end_char_idx": claim.source_end,
+            "section": place.section,
+            "page_number": place.page,
+            "line_number": place.line,
+        }
+        for claim, place in zip(claims, places, strict=False)
+    ]
 
 
 def claim_output(claim: ClaimCitation, total: int, request: Request, threshold: float) -> dict:

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from citations.models import QueryExecution, QueryStatus, QuotedSource, RetrievalHit
+from citations.places import Place, places_of
 from citations.web.rendering import Marker, answer_html, marked
 from citations.web.selectors import (
     DocumentState,
@@ -18,7 +19,7 @@ from citations.web.selectors import (
     quoted_sources_for_page,
     uncited_hits_of,
 )
-from citations.web.viewer import Place, anchor_of, places_of, unit_of
+from citations.web.viewer import anchor_of, unit_of
 from documents.models import Location
 
 

@@ -229,3 +229,22 @@ def test_openapi_schema_lists_every_endpoint(library):
         "/v1/citations/validate",
     ):
         assert path in paths, path
+
+
+def test_each_quoted_sentence_names_its_own_section_page_and_line(library):
+    """The chunk holding "seven years" starts in the section before "Records
+    Retention": the quote is placed under its own heading, at its own line."""
+    client = _client(library.key)
+    body = _ask(client, library.handbook.pk, "How long are invoices kept?").json()
+    [source] = [s for s in client.get(body["quoted_sources_url"]).json() if s["quoted_as"] == "1"]
+    provenance = source["provenance"]
+    [quoted] = provenance["quoted_sentences"]
+    start, end = quoted["source_start_char_idx"], quoted["source_end_char_idx"]
+    assert source["chunk"]["data"][start:end] == quoted["source_sentence"]
+    assert "seven years" in quoted["source_sentence"]
+    assert quoted["section"].endswith("Records Retention")
+    assert quoted["section"] != provenance["section"]  # the chunk's own starts earlier
+    assert quoted["page_number"] is None  # Markdown has no pages
+    markdown = client.get(f"/v1/flow/files/{source['document']['id']}/markdown").json()
+    line = markdown["markdown"].splitlines()[quoted["line_number"] - 1]
+    assert quoted["source_sentence"] in line
