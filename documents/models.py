@@ -280,6 +280,10 @@ class Chunk(models.Model):
                 name="chunk_embedding_hnsw_half",
                 m=16,
                 ef_construction=128,
+                # only what can be retrieved: drafts being embedded and superseded or
+                # deleted revisions stay out of the graph (one insert per published
+                # chunk instead of two, and a smaller graph to search)
+                condition=models.Q(is_retrievable=True),
             ),
             models.Index(
                 fields=["data_source"],
