@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from citations.models import QuotedSource
 from documents.models import Location
 
 
@@ -35,15 +36,12 @@ def places_of(
     holds the sentence's start: a chunk may take in more than one section or
     page. Empty when the chunk has no locations."""
     ordered = sorted(locations, key=lambda loc: loc.char_start)
+    if not ordered:
+        return []
     places = []
     for start, _end in claims:
         at = chunk_start + start
-        location = next(
-            (loc for loc in reversed(ordered) if loc.char_start <= at),
-            ordered[0] if ordered else None,
-        )
-        if location is None:
-            continue
+        location = next((loc for loc in reversed(ordered) if loc.char_start <= at), ordered[0])
         first = max(location.char_start - chunk_start, 0)
         places.append(
             Place(
@@ -53,3 +51,14 @@ def places_of(
             )
         )
     return places
+
+
+def quoted_places(*, source: QuotedSource) -> list[Place]:
+    """The places of the sentences an answer quotes from ``source``, in the order of
+    ``source.claims`` (prefetch the claims and ``chunk__locations``)."""
+    return places_of(
+        chunk_text=source.chunk_text,
+        chunk_start=source.chunk.char_start,
+        locations=list(source.chunk.locations.all()),
+        claims=[(claim.source_start, claim.source_end) for claim in source.claims.all()],
+    )

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 
 from citations.models import ClaimCitation, QueryExecution, QuotedSource
-from citations.places import places_of
+from citations.places import quoted_places
 
 
 class QueryInput(serializers.Serializer):
@@ -263,12 +263,7 @@ def _quoted_sentences(source: QuotedSource) -> list[dict[str, Any]]:
     """Each sentence the answer quotes from this source, with its own section, page
     and line (the chunk's may differ: it can take in more than one section)."""
     claims = list(source.claims.all())
-    places = places_of(
-        chunk_text=source.chunk_text,
-        chunk_start=source.chunk.char_start,
-        locations=list(source.chunk.locations.all()),
-        claims=[(c.source_start, c.source_end) for c in claims],
-    )
+    places = quoted_places(source=source)
     return [
         {
             "segment": claim.segment,

@@ -10,17 +10,15 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from citations.models import QueryExecution, QueryStatus, QuotedSource, RetrievalHit
-from citations.places import Place, places_of
+from citations.places import Place, quoted_places
 from citations.web.rendering import Marker, answer_html, marked
 from citations.web.selectors import (
     DocumentState,
     document_states,
-    locations_by_chunk,
     quoted_sources_for_page,
     uncited_hits_of,
 )
 from citations.web.viewer import anchor_of, unit_of
-from documents.models import Location
 
 
 @dataclass(frozen=True)
@@ -80,19 +78,13 @@ def source_url(source: QuotedSource, *, place: Place | None = None) -> str:
     return f"{base}#{anchor_of(kind=source.file.kind, page=page, line=line)}"
 
 
-def _source_card(
-    *, source: QuotedSource, state: DocumentState, locations: list[Location]
-) -> SourceCard:
-    claims = [(c.source_start, c.source_end) for c in source.claims.all()]
-    places = places_of(
-        chunk_text=source.chunk_text,
-        chunk_start=locations[0].char_start if locations else 0,
-        locations=locations,
-        claims=claims,
-    )
+def _source_card(*, source: QuotedSource, state: DocumentState) -> SourceCard:
+    places = quoted_places(source=source)
     return SourceCard(
         source=source,
-        passage=marked(source.chunk_text, claims),
+        passage=marked(
+            source.chunk_text, [(c.source_start, c.source_end) for c in source.claims.all()]
+        ),
         viewer_url=source_url(source, place=places[0] if places else None),
         download_url=reverse("file-content", args=[source.file_id]),
         unit=unit_of(source.file.kind),
@@ -104,11 +96,7 @@ def _source_card(
 def answer_page(*, execution: QueryExecution) -> AnswerPage:
     sources = quoted_sources_for_page(execution=execution)
     states = document_states(s.file for s in sources)
-    locations = locations_by_chunk(chunk_ids={s.chunk_id for s in sources})
-    cards = [
-        _source_card(source=s, state=states[s.file_id], locations=locations.get(s.chunk_id, []))
-        for s in sources
-    ]
+    cards = [_source_card(source=s, state=states[s.file_id]) for s in sources]
     # each [n] opens the viewer at the sentence it stands for (places follow the claims)
     markers = [
         Marker(

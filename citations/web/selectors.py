@@ -67,20 +67,14 @@ def quoted_sources_for_page(*, execution: QueryExecution) -> list[QuotedSource]:
     claims = ClaimCitation.objects.order_by("segment")
     return list(
         QuotedSource.objects.filter(query=execution)
-        .select_related("file")
-        .prefetch_related(Prefetch("claims", queryset=claims))
+        .select_related("file", "chunk")
+        .defer("chunk__embedding", "chunk__chunk_text")
+        .prefetch_related(
+            Prefetch("claims", queryset=claims),
+            Prefetch("chunk__locations", queryset=Location.objects.order_by("ordinal")),
+        )
         .order_by("id")
     )
-
-
-def locations_by_chunk(*, chunk_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[Location]]:
-    """The locations of these chunks, in order, in one query."""
-    found: dict[uuid.UUID, list[Location]] = {}
-    for location in Location.objects.filter(chunk_id__in=list(chunk_ids)).order_by(
-        "chunk_id", "ordinal"
-    ):
-        found.setdefault(location.chunk_id, []).append(location)
-    return found
 
 
 def quoted_source_of(*, execution: QueryExecution, quoted_as: str) -> QuotedSource:
