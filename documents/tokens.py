@@ -23,9 +23,18 @@ class TokenMap:
     """Start offsets of every token of a text: counts any slice in O(log n)."""
 
     def __init__(self, text: str) -> None:
-        encoding = _tokenizer().encode(text, add_special_tokens=False)
-        self.starts = [start for start, _ in encoding.offsets]
-        self.ends = [end for _, end in encoding.offsets]
+        # Line by line: no token spans a newline (BERT splits on whitespace), and a
+        # batch of lines tokenizes ~2x faster than one 100k-token string.
+        lines = text.split("\n")
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        line_start = 0
+        for line, encoding in zip(
+            lines, _tokenizer().encode_batch(lines, add_special_tokens=False), strict=True
+        ):
+            self.starts += [line_start + start for start, _ in encoding.offsets]
+            self.ends += [line_start + end for _, end in encoding.offsets]
+            line_start += len(line) + 1
 
     def count(self, start: int, end: int) -> int:
         """Tokens that begin inside ``[start, end)``."""

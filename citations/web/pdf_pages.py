@@ -11,7 +11,7 @@ through the sandboxed converter once, so the parser is known to handle them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pymupdf
@@ -61,21 +61,48 @@ def _document(file: File) -> pymupdf.Document:
         return pymupdf.open(stream=handle.read(), filetype="pdf")
 
 
-def page_geometries(file: File, numbers: Iterable[int]) -> dict[int, PageGeometry]:
-    """Size and rotation of each named page (1-indexed) that exists."""
+def page_highlights(
+    file: File, *, markdown: str, spans: Sequence[Sequence], wanted: dict[int, dict[str, list]]
+) -> dict[int, tuple[PageGeometry, dict[str, list[list[float]]]]]:
+    """Each named page's geometry and, per named set of Markdown character ranges,
+    the boxes of the text carrying them: whole PDF lines where a range covers the
+    line, the words' extent where it starts or ends inside one."""
     if not _renderable(file):
         return {}
+    from citations.web.word_boxes import PageWords
+
+    result = {}
     with _document(file) as document:
-        return {
-            n: PageGeometry(
-                number=n,
-                width=document[n - 1].rect.width,
-                height=document[n - 1].rect.height,
-                matrix=document[n - 1].rotation_matrix,
+        for number in sorted(wanted):
+            if not 1 <= number <= document.page_count:
+                continue
+            page = document[number - 1]
+            geometry = PageGeometry(
+                number=number,
+                width=page.rect.width,
+                height=page.rect.height,
+                matrix=page.rotation_matrix,
             )
-            for n in sorted(set(numbers))
-            if 1 <= n <= document.page_count
-        }
+            words: PageWords | None = None
+            boxes: dict[str, list[list[float]]] = {}
+            for name, ranges in wanted[number].items():
+                found: list[list[float]] = []
+                for span in spans:
+                    start, end, span_page = span[0], span[1], span[2]
+                    touching = [(a, b) for a, b in ranges if a < end and b > start]
+                    if span_page != number or not touching:
+                        continue
+                    if words is None and any(a > start or b < end for a, b in touching):
+                        words = PageWords(page)
+                    line = (
+                        words.narrowed(span, markdown[start:end], ranges)
+                        if words is not None
+                        else [[round(float(v), 2) for v in span[3:7]]]
+                    )
+                    found += [box for box in line if box not in found]
+                boxes[name] = found
+            result[number] = (geometry, boxes)
+    return result
 
 
 def page_png(file: File, number: int) -> bytes:

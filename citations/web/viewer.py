@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.urls import reverse
 
 from citations.places import places_of
-from citations.web.pdf_pages import Box, page_geometries
+from citations.web.pdf_pages import Box, page_highlights
 from citations.web.rendering import Line, Range, markdown_lines
 from documents.models import Chunk, DocumentMarkdown, File, Location, SourceBoxes
 
@@ -110,31 +110,33 @@ def source_view(*, chunk: Chunk, claims: Sequence[Range], whole: bool) -> Source
 def _pages(
     file: File, markdown: DocumentMarkdown, locations: list[Location], marks: list[Range]
 ) -> list[PageView]:
-    numbers = [loc.page_number for loc in locations if loc.page_number and loc.boxes]
-    geometries = page_geometries(file, numbers)
-    if not geometries:
-        return []
+    numbers = sorted({loc.page_number for loc in locations if loc.page_number and loc.boxes})
     stored = SourceBoxes.objects.filter(markdown=markdown).values_list("spans", flat=True).first()
+    wanted = {
+        number: {
+            "chunk": [
+                (loc.char_start, loc.char_end) for loc in locations if loc.page_number == number
+            ],
+            "claims": marks,
+        }
+        for number in numbers
+    }
+    highlights = page_highlights(
+        file, markdown=markdown.markdown, spans=stored or [], wanted=wanted
+    )
     pages = []
-    for number, geometry in geometries.items():
-        boxes = [b for loc in locations if loc.page_number == number for b in loc.boxes]
+    for number, (geometry, boxes) in highlights.items():
+        chunk_boxes = boxes["chunk"] or [  # converted before spans were stored
+            b for loc in locations if loc.page_number == number for b in loc.boxes
+        ]
         pages.append(
             PageView(
                 number=number,
                 image_url=reverse("web-page-image", args=[file.pk, number]),
                 width=geometry.width,
                 height=geometry.height,
-                boxes=[geometry.box(b) for b in boxes],
-                claim_boxes=[geometry.box(b) for b in _span_boxes(stored or [], number, marks)],
+                boxes=[geometry.box(b) for b in chunk_boxes],
+                claim_boxes=[geometry.box(b) for b in boxes["claims"]],
             )
         )
     return pages
-
-
-def _span_boxes(spans: list[list], page: int, marks: list[Range]) -> list[list[float]]:
-    """Boxes of the PDF text lines that carry the marked characters on ``page``."""
-    boxes: list[list[float]] = []
-    for start, end, span_page, *box in spans:
-        if span_page == page and any(start < b and end > a for a, b in marks) and box not in boxes:
-            boxes.append(box)
-    return boxes

@@ -147,3 +147,19 @@ def test_a_long_arabic_paragraph_is_cut_after_its_question_marks():
     spans = chunk_markdown(MarkdownStructure(markdown), target=TARGET, overlap=OVERLAP)
     assert len(spans) > 1
     assert all(markdown[s.char_start : s.char_end].endswith("؟") for s in spans)
+
+
+def test_the_token_map_counts_exactly_as_one_whole_text_encoding(corpus):
+    """TokenMap tokenizes line by line: every offset must equal the whole text's."""
+    from documents.tokens import TokenMap, _tokenizer
+
+    texts = [markdown for _, markdown in _documents(corpus)] + [
+        "Ünïcödé  wörds\r\nacross\n\nlines: 東京は日本の首都です。\n😀 emoji-split\tтабы\n",
+        "",
+        "\n\n\n",
+    ]
+    for text in texts:
+        whole = _tokenizer().encode(text, add_special_tokens=False).offsets
+        mapped = TokenMap(text)
+        assert mapped.starts == [start for start, _ in whole]
+        assert mapped.ends == [end for _, end in whole]

@@ -123,3 +123,33 @@ def test_the_whole_markdown_is_shown_on_request(tenant: Tenant, corpus):
     whole = tenant.client.get(f"/answers/{execution.pk}/sources/1/?lines=all").context["view"]
     assert whole.whole and len(whole.lines) == whole.total_lines
     assert len(window.lines) <= len(whole.lines)
+
+
+def test_a_sentence_starting_mid_line_lights_only_its_own_words(tenant: Tenant, corpus):
+    """A quoted sentence that starts after another on the same PDF line is boxed from
+    its first word: the line's earlier words stay unlit (they were lit before)."""
+    import re
+
+    from citations.web.viewer import source_view
+
+    paper = "markitdown/test_files/test.pdf"
+    record = _ingested(tenant, corpus, paper)
+    checked = 0
+    for chunk in record.chunks.order_by("position"):
+        text = chunk.chunk_text
+        for found in re.finditer(r"(?<=[a-z]\. )([A-Z][^.]{30,}?\.)(?= [A-Z])", text):
+            line_start = text.rfind("\n", 0, found.start()) + 1
+            before = words_of(text[line_start : found.start()])
+            if len(before) < 3:  # not far enough into the line to tell
+                continue
+            view = source_view(chunk=chunk, claims=[found.span()], whole=False)
+            [page] = view.pages
+            boxes = [(b.left, b.top, b.width, b.height) for b in page.claim_boxes]
+            under = words_under(corpus / paper, 1, boxes)
+            cited = words_of(found.group())
+            assert len(cited & under) / len(cited) >= 0.9, (found.group(), under)
+            # nothing else: a word split by hyphenation across lines is the cited word
+            strays = {w for w in under - cited if w.rstrip("-") not in found.group()}
+            assert not strays, (found.group(), strays)
+            checked += 1
+    assert checked >= 5
