@@ -83,7 +83,9 @@ def _source_card(*, source: QuotedSource, state: DocumentState) -> SourceCard:
     return SourceCard(
         source=source,
         passage=marked(
-            source.chunk_text, [(c.source_start, c.source_end) for c in source.claims.all()]
+            source.chunk_text,
+            [(c.source_start, c.source_end) for c in source.claims.all()],
+            for_reading=True,
         ),
         viewer_url=source_url(source, place=places[0] if places else None),
         download_url=reverse("file-content", args=[source.file_id]),
@@ -124,7 +126,7 @@ def _hit_card(execution: QueryExecution, hit: RetrievalHit) -> HitCard:
     )
     return HitCard(
         hit=hit,
-        passage=marked(hit.chunk.chunk_text, []),
+        passage=marked(hit.chunk.chunk_text, [], for_reading=True),
         viewer_url=f"{base}#{anchor}",
         download_url=reverse("file-content", args=[hit.file_id]),
         unit=unit_of(hit.file.kind),

@@ -6,6 +6,7 @@ Everything the documents say is escaped; only the markup made here (links on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -14,12 +15,30 @@ from django.utils.safestring import SafeString, mark_safe
 
 Range = tuple[int, int]
 
+# CommonMark: a backslash before ASCII punctuation only keeps the punctuation literal
+_BACKSLASH_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
-def marked(text: str, ranges: Iterable[Range], *, base: int = 0) -> SafeString:
+
+# the converters keep a body line such as "1. April" from becoming a list item as "\1. April"
+_NUMBER_ESCAPE = re.compile(r"(?m)^(\s*)\\(?=\d{1,9}[.)])")
+
+
+def readable(text: str) -> str:
+    """``text`` without the Markdown backslash escapes a reader should not see
+    (``different\\_first\\_page`` reads ``different_first_page``)."""
+    return _BACKSLASH_ESCAPE.sub(r"\1", _NUMBER_ESCAPE.sub(r"\1", text))
+
+
+def marked(
+    text: str, ranges: Iterable[Range], *, base: int = 0, for_reading: bool = False
+) -> SafeString:
     """``text`` escaped, with ``<mark>`` around the parts inside ``ranges``.
 
     ``ranges`` are absolute offsets; ``base`` is the offset of ``text[0]``.
+    ``for_reading`` drops Markdown backslash escapes (passages shown to readers);
+    the viewer's Markdown lines keep them, as the stored Markdown has them.
     """
+    shown = readable if for_reading else str
     end_of_text = base + len(text)
     spans = sorted(
         (max(a, base) - base, min(b, end_of_text) - base)
@@ -31,9 +50,14 @@ def marked(text: str, ranges: Iterable[Range], *, base: int = 0) -> SafeString:
         start = max(start, cursor)
         if end <= start:
             continue
-        parts += [escape(text[cursor:start]), "<mark>", escape(text[start:end]), "</mark>"]
+        parts += [
+            escape(shown(text[cursor:start])),
+            "<mark>",
+            escape(shown(text[start:end])),
+            "</mark>",
+        ]
         cursor = end
-    parts.append(escape(text[cursor:]))
+    parts.append(escape(shown(text[cursor:])))
     return mark_safe("".join(parts))  # noqa: S308 - every piece of text is escaped above
 
 
@@ -54,7 +78,7 @@ def answer_html(answer: str, markers: Sequence[Marker]) -> SafeString:
         token = f" [{marker.quoted_as}]"
         if marker.at < cursor or not answer.startswith(token, marker.at):
             continue  # not where the claim says: leave the text as it is
-        parts.append(escape(answer[cursor : marker.at]))
+        parts.append(escape(readable(answer[cursor : marker.at])))
         parts.append(
             format_html(
                 ' <a class="ref" href="{}" aria-label="{}">[{}]</a>',
@@ -64,7 +88,7 @@ def answer_html(answer: str, markers: Sequence[Marker]) -> SafeString:
             )
         )
         cursor = marker.at + len(token)
-    parts.append(escape(answer[cursor:]))
+    parts.append(escape(readable(answer[cursor:])))
     return mark_safe("".join(parts))  # noqa: S308 - text escaped, links built by format_html
 
 

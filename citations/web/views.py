@@ -69,7 +69,11 @@ def source(request: MemberRequest, query_id: str, quoted_as: str) -> HttpRespons
         "quoted": quoted,
         "claims": claims,
         "state": selectors.document_states([quoted.file])[quoted.file_id],
-        "passage": marked(quoted.chunk_text, [(c.source_start, c.source_end) for c in claims]),
+        "passage": marked(
+            quoted.chunk_text,
+            [(c.source_start, c.source_end) for c in claims],
+            for_reading=True,
+        ),
         "view": source_view(
             chunk=quoted.chunk,
             claims=[(c.source_start, c.source_end) for c in claims],
@@ -92,7 +96,7 @@ def hit(request: MemberRequest, query_id: str, k_pos: int) -> HttpResponse:
         "hit": retrieved,
         "claims": [],
         "state": selectors.document_states([retrieved.file])[retrieved.file_id],
-        "passage": marked(retrieved.chunk.chunk_text, []),
+        "passage": marked(retrieved.chunk.chunk_text, [], for_reading=True),
         "view": source_view(
             chunk=retrieved.chunk, claims=[], whole=request.GET.get("lines") == "all"
         ),

@@ -82,10 +82,15 @@ class FileOutput(serializers.ModelSerializer):
         return {"done": obj.progress_done, "total": obj.progress_total}
 
     def get_status_url(self, obj: File) -> str:
-        return reverse("file-detail", args=[obj.pk])
+        return self._absolute(reverse("file-detail", args=[obj.pk]))
 
     def get_content_url(self, obj: File) -> str:
-        return reverse("file-content", args=[obj.pk])
+        return self._absolute(reverse("file-content", args=[obj.pk]))
+
+    def _absolute(self, path: str) -> str:
+        """Absolute like every other URL the API returns, when serving a request."""
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path
 
 
 class FileUploadOutput(FileOutput):

@@ -59,7 +59,9 @@ class FileUploadView(APIView):
             raise ApiError(
                 exc.message, code=exc.code, status_code=exc.status, param=exc.param
             ) from exc
-        body = FileOutput(result.file).data | {"duplicate": result.duplicate}
+        body = FileOutput(result.file, context={"request": request}).data | {
+            "duplicate": result.duplicate
+        }
         code = status.HTTP_200_OK if result.duplicate else status.HTTP_202_ACCEPTED
         return Response(body, status=code, headers={"Location": body["status_url"]})
 
@@ -70,7 +72,7 @@ class FileDetailView(APIView):
     @extend_schema(responses={200: FileOutput, **error_responses(404)})
     def get(self, request: Request, file_id: str) -> Response:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
-        return Response(FileOutput(record).data)
+        return Response(FileOutput(record, context={"request": request}).data)
 
     @extend_schema(
         request=FileDeleteInput,
@@ -99,7 +101,7 @@ class FileDetailView(APIView):
         except ingestion.AlreadyDeleted as exc:
             raise ApiError(str(exc), code="already_deleted", status_code=409) from exc
         record.refresh_from_db()
-        return Response(FileOutput(record).data)
+        return Response(FileOutput(record, context={"request": request}).data)
 
 
 class FileContentView(APIView):

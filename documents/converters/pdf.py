@@ -18,6 +18,7 @@ from typing import NamedTuple
 import pymupdf
 
 from documents.converters._mdbuild import MarkdownBuilder, escape_line_start, table_cell
+from documents.converters._pdf_aligned import aligned_tables
 from documents.converters._pdf_layout import (
     BULLET,
     MARKER_ONLY,
@@ -387,8 +388,9 @@ class PdfConverter:
 
     name = "pymupdf-markdown"
     # 1.1: Arabic lam-alef ligatures in logical order; 1.2: pictograph-font markers are
-    # bullets, control characters dropped, a bold paragraph's last line is no heading
-    version = "1.2.0"
+    # bullets, control characters dropped, a bold paragraph's last line is no heading;
+    # 1.3: borderless tables (one-line cell blocks aligned in rows and columns)
+    version = "1.3.0"
 
     def convert(self, data: bytes) -> Conversion:
         doc = _open(data)
@@ -429,6 +431,10 @@ class PdfConverter:
             table_blocks = _table_blocks(page) if page_no not in failed else []
             if table_blocks:
                 _remove_table_text(blocks, table_blocks)
+            borderless = [Block([], t.bbox, table=t) for t in aligned_tables(blocks)]
+            if borderless:
+                _remove_table_text(blocks, borderless)
+                table_blocks += borderless
             ordered = reading_order(_attach_markers(blocks) + table_blocks)
             level_of = headings.classifier(page_no)
             words = None

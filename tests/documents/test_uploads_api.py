@@ -62,7 +62,10 @@ def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(tenant, c
     body = response.json()
     assert body["sha256"] == hashlib.sha256(data).hexdigest()
     assert body["status"] == "pending" and body["revision"] == 1 and body["kind"] == "markdown"
-    assert response["Location"] == body["status_url"] == f"/v1/flow/files/{body['file_id']}"
+    # absolute, like every other URL of the API
+    status_url = f"http://testserver/v1/flow/files/{body['file_id']}"
+    assert response["Location"] == body["status_url"] == status_url
+    assert body["content_url"] == f"{status_url}/content"
 
     detail = _client(key).get(body["status_url"]).json()
     assert detail["file_id"] == body["file_id"] and detail["size"] == len(data)

@@ -1,0 +1,161 @@
+"""Borderless tables: rows of cells aligned in columns, without any rules.
+
+A table drawn without rules has nothing for ``_pdf_tables`` to follow. PyMuPDF
+gives each cell its own line, and ``extract_page`` joins the lines of one row
+into one ``Line`` whose ``parts`` keep every cell's box; read as text, the
+row's cells run together, a sparse table's columns are lost and a bold header
+row reads as a heading. Here a row of at least ``MIN_COLUMNS`` separate short
+cells fixes the columns; the rows below it belong to the table while each of
+their cells lies under exactly one header cell (left, centred or right
+aligned), and the gap to the row above stays near the table's row pitch. Rows of
+another text column beside the table are passed over. Cells may be missing (a
+sparse table); a table needs at least ``MIN_BODY_ROWS`` rows under its header.
+The cell boxes then go through the same path as ruled tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from documents.converters._pdf_layout import Block, Line, union
+from documents.converters._pdf_tables import RuledTable, TableRow
+
+Box = tuple[float, float, float, float]
+
+MIN_COLUMNS = 3
+MIN_BODY_ROWS = 2
+MAX_CELL_CHARS = 60  # a longer run of text is prose, not a cell
+CELL_GAP = 0.6  # parts closer than this many font sizes are one cell
+COLUMN_TOLERANCE = 4.0  # points a cell may start left of its column's start
+PITCH_SLACK = 1.6  # a row farther below the previous than this many pitches ends the table
+
+
+@dataclass(frozen=True)
+class _Cell:
+    box: Box
+
+    @property
+    def x0(self) -> float:
+        return self.box[0]
+
+    @property
+    def x1(self) -> float:
+        return self.box[2]
+
+
+@dataclass(frozen=True)
+class _Row:
+    line: Line
+    cells: list[_Cell]
+
+    @property
+    def centre_y(self) -> float:
+        return (self.line.box[1] + self.line.box[3]) / 2
+
+
+def aligned_tables(blocks: list[Block]) -> list[RuledTable]:
+    """The borderless tables among ``blocks`` (the text blocks of one page)."""
+    rows = sorted(
+        (_row(line) for block in blocks if block.table is None for line in block.lines),
+        key=lambda r: r.centre_y,
+    )
+    tables: list[RuledTable] = []
+    consumed: set[int] = set()
+    for first in range(len(rows)):
+        if first in consumed:
+            continue
+        table, used = _table_from(rows, first, consumed)
+        if table is not None:
+            tables.append(table)
+            consumed |= used
+    return tables
+
+
+def _row(line: Line) -> _Row:
+    """The line's cells: its parts, joined where the gap between them is a space."""
+    cells: list[Box] = []
+    for start, end, box in sorted(line.parts, key=lambda p: p[2][0]):
+        if not line.text[start:end].strip():
+            continue
+        if cells and box[0] - cells[-1][2] < CELL_GAP * line.size:
+            cells[-1] = union([cells[-1], box])
+        else:
+            cells.append(tuple(box))
+    return _Row(line, [_Cell(c) for c in cells])
+
+
+def _short(row: _Row) -> bool:
+    """No cell of the row holds more than a cell's worth of text."""
+    return len(row.line.text) <= MAX_CELL_CHARS * max(1, len(row.cells))
+
+
+def _overlapping(row: _Row) -> bool:
+    return any(a.x1 > b.x0 for a, b in zip(row.cells, row.cells[1:], strict=False))
+
+
+def _column_of(cell: _Cell, columns: list[_Cell]) -> int | None:
+    """The one header cell ``cell`` lies under (left, centred or right aligned),
+    or None if it lies under none or under two."""
+    under = [
+        index
+        for index, column in enumerate(columns)
+        if cell.x0 < column.x1 + COLUMN_TOLERANCE and cell.x1 > column.x0 - COLUMN_TOLERANCE
+    ]
+    return under[0] if len(under) == 1 else None
+
+
+def _table_from(
+    rows: list[_Row], first: int, consumed: set[int]
+) -> tuple[RuledTable | None, set[int]]:
+    """The table whose header is ``rows[first]``, and the rows it takes."""
+    header = rows[first]
+    if len(header.cells) < MIN_COLUMNS or _overlapping(header) or not _short(header):
+        return None, set()
+    columns = header.cells
+    left, right = header.line.box[0], header.line.box[2]
+    body: list[tuple[_Row, list[int]]] = []
+    taken = {first}
+    pitch: float | None = None
+    previous = header.centre_y
+    for index in range(first + 1, len(rows)):
+        row = rows[index]
+        if index in consumed or row.line.box[2] < left - COLUMN_TOLERANCE:
+            continue  # another text column, left of the table
+        if row.line.box[0] > right + COLUMN_TOLERANCE:
+            continue  # another text column, right of the table
+        gap = row.centre_y - previous
+        limit = 3 * header.line.height if pitch is None else PITCH_SLACK * pitch
+        if gap <= COLUMN_TOLERANCE or gap > limit or not _short(row):
+            break
+        placed = [_column_of(cell, columns) for cell in row.cells]
+        if None in placed or len(set(placed)) != len(placed):
+            break
+        body.append((row, [c for c in placed if c is not None]))
+        taken.add(index)
+        pitch = gap if pitch is None else min(pitch, gap)
+        previous = row.centre_y
+    if len(body) < MIN_BODY_ROWS:
+        return None, set()
+    # each column spans its cells; the edge between two columns is midway in the gap
+    cells = [[c] for c in columns]
+    for row, placed in body:
+        for cell, column in zip(row.cells, placed, strict=True):
+            cells[column].append(cell)
+    lows = [min(c.x0 for c in column) for column in cells]
+    highs = [max(c.x1 for c in column) for column in cells]
+    if any(high >= low for high, low in zip(highs, lows[1:], strict=False)):
+        return None, set()  # columns that overlap are no grid
+    edges = [lows[0] - 1, *((h + lo) / 2 for h, lo in zip(highs, lows[1:], strict=False))]
+    edges.append(highs[-1] + 1)
+    every = [header.line.box] + [r.line.box for r, _ in body]
+    table_rows = [
+        TableRow(cells=[_cell_box(edges[i], edges[i + 1], r.line) for i in range(len(columns))])
+        for r in [header, *(r for r, _ in body)]
+    ]
+    top, bottom = union(every)[1] - 1, union(every)[3] + 1
+    return RuledTable(bbox=(edges[0], top, edges[-1], bottom), rows=table_rows), taken
+
+
+def _cell_box(left: float, right: float, line: Line) -> Box:
+    """The cell between two column edges, as tall as its row's text."""
+    return (left, line.box[1] - 1, right, line.box[3] + 1)

@@ -1,0 +1,105 @@
+"""Borderless tables: rows of cells aligned in columns, on real corpus PDFs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from documents.converters.pdf import PdfConverter
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+SPARSE = "markitdown/test_files/SPARSE-2024-INV-1234_borderless_table.pdf"
+
+
+def _convert(name: str):  # noqa: ANN202
+    return PdfConverter().convert((CORPUS / name).read_bytes())
+
+
+def _rows(markdown: str) -> list[list[str]]:
+    """Every table row's cells, the delimiter rows left out."""
+    return [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in markdown.splitlines()
+        if line.startswith("|") and not re.fullmatch(r"\|( *-{3,} *\|)+", line)
+    ]
+
+
+def _expected_rows(path: Path, first: str, count: int) -> list[list[str]]:
+    rows = _rows(path.read_text())
+    start = next(i for i, row in enumerate(rows) if row[0] == first)
+    return rows[start : start + count]
+
+
+def test_a_sparse_borderless_table_keeps_every_cell_in_its_column():
+    """The grid of markitdown's expected output, empty cells included, and its
+    bold header row is the table's header, not a heading."""
+    conversion = _convert(SPARSE)
+    expected = _expected_rows(
+        CORPUS / "markitdown/test_files/expected_outputs/SPARSE-2024-INV-1234_borderless_table.md",
+        "Product Code",
+        9,
+    )
+    assert _rows(conversion.markdown)[:9] == expected
+    assert "## Product Code" not in conversion.markdown
+    assert conversion.metadata["tables"] == 2  # and the ruled table further down
+
+
+def test_centred_columns_are_matched_under_their_header():
+    """PyMuPDF's borderless example: 4 columns x 5 rows (its test adds the rules)."""
+    rows = _rows(_convert("pymupdf/small-table.pdf").markdown)
+    assert rows == [
+        ["Boiling Points °C", "min", "max", "avg"],
+        ["Noble gases", "-269", "-62", "-170.5"],
+        ["Nonmetals", "-253", "4827", "414.1"],
+        ["Metalloids", "335", "3900", "741.5"],
+        ["Metals", "357", ">5000", "2755.9"],
+    ]
+
+
+def test_a_borderless_table_in_a_two_column_paper_is_found():
+    rows = _rows(_convert("py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf").markdown)
+    assert rows[0] == [
+        "Country",
+        "Population (millions)",
+        "Area (km2)",
+        "Capital",
+        "Official Language",
+    ]
+    assert ["Belgium", "11.5", "30,689", "Brussels", "Dutch, French, German"] in rows
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "markitdown/test_files/test.pdf",  # two-column paper
+        "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf",
+        "docling/pdf/code_and_formula.pdf",
+        "docling/pdf/right_to_left_01.pdf",
+        "markitdown/test_files/RECEIPT-2024-TXN-98765_retail_purchase.pdf",
+    ],
+)
+def test_prose_lists_and_columns_of_text_are_not_tables(name: str):
+    conversion = _convert(name)
+    assert conversion.metadata["tables"] == 0
+    assert not _rows(conversion.markdown)
+
+
+def test_every_cell_box_holds_its_cell_text():
+    """Each cell's recorded box, read back by PyMuPDF, gives the cell's words."""
+    conversion = _convert(SPARSE)
+    markdown = conversion.markdown
+    checked = 0
+    with pymupdf.open(CORPUS / SPARSE) as document:
+        for span in conversion.spans:
+            text = markdown[span.char_start : span.char_end]
+            line_start = markdown.rfind("\n", 0, span.char_start) + 1
+            if not markdown.startswith("|", line_start):
+                continue
+            page = document[span.page_number - 1]
+            inside = page.get_text("words", clip=pymupdf.Rect(span.x0, span.y0, span.x1, span.y1))
+            assert text.split() == [w[4] for w in inside], (text, inside)
+            checked += 1
+    assert checked >= 60

@@ -1,0 +1,37 @@
+"""What readers see of stored Markdown: escapes dropped where people read, kept
+where the Markdown itself is shown."""
+
+from __future__ import annotations
+
+from citations.web.rendering import Marker, answer_html, marked, readable
+
+
+def test_reading_drops_markdown_backslash_escapes_only():
+    stored = r"Set different\_first\_page, then 1\. press \# and \*; C:\temp\new stays."
+    assert (
+        readable(stored) == r"Set different_first_page, then 1. press # and *; C:\temp\new stays."
+    )
+    assert readable(r"a \\ b") == "a \\ b"  # an escaped backslash is one backslash
+    # the converters' guard against a body line read as a list item
+    assert readable("Totals\n\\1. April\n  \\2) May") == "Totals\n1. April\n  2) May"
+    assert readable(r"see \1. here") == r"see \1. here"  # only at a line's start
+
+
+def test_passages_for_reading_keep_their_marks_on_the_same_words():
+    stored = r"Intro. The flag different\_first\_page is set. Outro."
+    start = stored.index("The")
+    end = stored.index(" Outro")
+    html = marked(stored, [(start, end)], for_reading=True)
+    assert "<mark>The flag different_first_page is set.</mark>" in html
+    assert "\\" not in html
+    raw = marked(stored, [(start, end)])  # the viewer's Markdown lines: as stored
+    assert r"different\_first\_page" in raw
+
+
+def test_answers_read_without_escapes_and_keep_their_links():
+    answer = r"It uses different\_first\_page [1]."
+    at = answer.index(" [1]")
+    html = answer_html(answer, [Marker(at=at, quoted_as="1", href="/s/1", label="source 1")])
+    assert "different_first_page" in html and "\\" not in html
+    assert '<a class="ref" href="/s/1" aria-label="source 1">[1]</a>' in html
+    assert "&lt;" in answer_html("a <b> [1]", [])  # still HTML-escaped
