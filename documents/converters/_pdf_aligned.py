@@ -55,8 +55,11 @@ class _Row:
 
 def aligned_tables(blocks: list[Block]) -> list[RuledTable]:
     """The borderless tables among ``blocks`` (the text blocks of one page)."""
+    lines = [line for block in blocks if block.table is None for line in block.lines]
+    if not any(len(line.parts) >= MIN_COLUMNS for line in lines):
+        return []  # no line could head a table: most pages of prose
     rows = sorted(
-        (_row(line) for block in blocks if block.table is None for line in block.lines),
+        (_row(line) for line in lines),
         key=lambda r: r.centre_y,
     )
     tables: list[RuledTable] = []
