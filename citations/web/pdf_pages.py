@@ -11,12 +11,14 @@ through the sandboxed converter once, so the parser is known to handle them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pymupdf
 from django.http import Http404
 
+from citations.web.word_boxes import PageWords
 from documents.models import File
 from documents.storage import original_open
 
@@ -66,11 +68,14 @@ def page_highlights(
 ) -> dict[int, tuple[PageGeometry, dict[str, list[list[float]]]]]:
     """Each named page's geometry and, per named set of Markdown character ranges,
     the boxes of the text carrying them: whole PDF lines where a range covers the
-    line, the words' extent where it starts or ends inside one."""
+    line, the words' extent where it starts or ends inside one.
+
+    ``spans`` are SourceBoxes rows; sorted by offset, only those near the ranges
+    are looked at."""
     if not _renderable(file):
         return {}
-    from citations.web.word_boxes import PageWords
-
+    spans = sorted(spans, key=lambda span: span[0])
+    starts = [span[0] for span in spans]
     result = {}
     with _document(file) as document:
         for number in sorted(wanted):
@@ -83,26 +88,58 @@ def page_highlights(
                 height=page.rect.height,
                 matrix=page.rotation_matrix,
             )
-            words: PageWords | None = None
-            boxes: dict[str, list[list[float]]] = {}
-            for name, ranges in wanted[number].items():
-                found: list[list[float]] = []
-                for span in spans:
-                    start, end, span_page = span[0], span[1], span[2]
-                    touching = [(a, b) for a, b in ranges if a < end and b > start]
-                    if span_page != number or not touching:
-                        continue
-                    if words is None and any(a > start or b < end for a, b in touching):
-                        words = PageWords(page)
-                    line = (
-                        words.narrowed(span, markdown[start:end], ranges)
-                        if words is not None
-                        else [[round(float(v), 2) for v in span[3:7]]]
-                    )
-                    found += [box for box in line if box not in found]
-                boxes[name] = found
+            lines = _PageLines(page, markdown, spans, starts, number)
+            boxes = {name: lines.boxes(ranges) for name, ranges in wanted[number].items()}
             result[number] = (geometry, boxes)
     return result
+
+
+class _PageLines:
+    """The stored line boxes of one page, narrowed to words where a range needs it."""
+
+    LOOK_BACK = 64  # spans are one line each: a range's first one is this near
+
+    def __init__(
+        self,
+        page: pymupdf.Page,
+        markdown: str,
+        spans: Sequence[Sequence],
+        starts: list[int],
+        number: int,
+    ) -> None:
+        self.page, self.markdown, self.spans, self.starts, self.number = (
+            page,
+            markdown,
+            spans,
+            starts,
+            number,
+        )
+        self._words: PageWords | None = None
+
+    def boxes(self, ranges: list[tuple[int, int]]) -> list[list[float]]:
+        if not ranges:
+            return []
+        low, high = min(a for a, _ in ranges), max(b for _, b in ranges)
+        found: list[list[float]] = []
+        index = max(bisect_left(self.starts, low) - self.LOOK_BACK, 0)
+        for span in self.spans[index:]:
+            start, end, span_page = span[0], span[1], span[2]
+            if start >= high:
+                break
+            touching = [(a, b) for a, b in ranges if a < end and b > start]
+            if span_page != self.number or not touching:
+                continue
+            if all(a <= start and b >= end for a, b in touching):
+                line = [[round(float(v), 2) for v in span[3:7]]]
+            else:
+                line = self._page_words().narrowed(span, self.markdown[start:end], touching)
+            found += [box for box in line if box not in found]
+        return found
+
+    def _page_words(self) -> PageWords:
+        if self._words is None:
+            self._words = PageWords(self.page)
+        return self._words
 
 
 def page_png(file: File, number: int) -> bytes:
