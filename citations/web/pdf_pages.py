@@ -88,13 +88,13 @@ def page_highlights(
                 height=page.rect.height,
                 matrix=page.rotation_matrix,
             )
-            lines = _PageLines(page, markdown, spans, starts, number)
+            lines = PageLines(page, markdown, spans, starts, number)
             boxes = {name: lines.boxes(ranges) for name, ranges in wanted[number].items()}
             result[number] = (geometry, boxes)
     return result
 
 
-class _PageLines:
+class PageLines:
     """The stored line boxes of one page, narrowed to words where a range needs it."""
 
     LOOK_BACK = 64  # spans are one line each: a range's first one is this near
