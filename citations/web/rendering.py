@@ -16,17 +16,34 @@ from django.utils.safestring import SafeString, mark_safe
 Range = tuple[int, int]
 
 # CommonMark: a backslash before ASCII punctuation only keeps the punctuation literal
-_BACKSLASH_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-
-
+_BACKSLASH_ESCAPE = re.compile(r"\\[!-/:-@\[-`{-~]")
 # the converters keep a body line such as "1. April" from becoming a list item as "\1. April"
-_NUMBER_ESCAPE = re.compile(r"(?m)^(\s*)\\(?=\d{1,9}[.)])")
+_NUMBER_ESCAPE = re.compile(r"(?m)^[ \t]*(\\)(?=\d{1,9}[.)])")
+# where a backslash is literal: fenced code blocks and code spans
+_CODE = re.compile(r"(?ms)^[ ]{0,3}(`{3,}|~{3,}).*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|(`+)[^\n]+?\2")
+
+
+def _escape_backslashes(text: str) -> set[int]:
+    """Offsets of the backslashes that only escape Markdown syntax (outside code)."""
+    code = [m.span() for m in _CODE.finditer(text)]
+
+    def in_code(at: int) -> bool:
+        return any(a <= at < b for a, b in code)
+
+    found = {m.start() for m in _BACKSLASH_ESCAPE.finditer(text)}
+    found |= {m.start(1) for m in _NUMBER_ESCAPE.finditer(text)}
+    return {at for at in found if not in_code(at)}
+
+
+def _shown(text: str, start: int, end: int, hidden: set[int]) -> str:
+    """``text[start:end]`` without the characters at ``hidden`` offsets."""
+    return "".join(ch for at, ch in enumerate(text[start:end], start) if at not in hidden)
 
 
 def readable(text: str) -> str:
     """``text`` without the Markdown backslash escapes a reader should not see
-    (``different\\_first\\_page`` reads ``different_first_page``)."""
-    return _BACKSLASH_ESCAPE.sub(r"\1", _NUMBER_ESCAPE.sub(r"\1", text))
+    (``different\\_first\\_page`` reads ``different_first_page``); code keeps them."""
+    return _shown(text, 0, len(text), _escape_backslashes(text))
 
 
 def marked(
@@ -38,7 +55,7 @@ def marked(
     ``for_reading`` drops Markdown backslash escapes (passages shown to readers);
     the viewer's Markdown lines keep them, as the stored Markdown has them.
     """
-    shown = readable if for_reading else str
+    hidden = _escape_backslashes(text) if for_reading else set()
     end_of_text = base + len(text)
     spans = sorted(
         (max(a, base) - base, min(b, end_of_text) - base)
@@ -51,13 +68,13 @@ def marked(
         if end <= start:
             continue
         parts += [
-            escape(shown(text[cursor:start])),
+            escape(_shown(text, cursor, start, hidden)),
             "<mark>",
-            escape(shown(text[start:end])),
+            escape(_shown(text, start, end, hidden)),
             "</mark>",
         ]
         cursor = end
-    parts.append(escape(shown(text[cursor:])))
+    parts.append(escape(_shown(text, cursor, len(text), hidden)))
     return mark_safe("".join(parts))  # noqa: S308 - every piece of text is escaped above
 
 
@@ -73,12 +90,13 @@ class Marker:
 
 def answer_html(answer: str, markers: Sequence[Marker]) -> SafeString:
     """The answer with each claim's ``[n]`` marker turned into a link to its source."""
+    hidden = _escape_backslashes(answer)
     parts, cursor = [], 0
     for marker in sorted(markers, key=lambda m: m.at):
         token = f" [{marker.quoted_as}]"
         if marker.at < cursor or not answer.startswith(token, marker.at):
             continue  # not where the claim says: leave the text as it is
-        parts.append(escape(readable(answer[cursor : marker.at])))
+        parts.append(escape(_shown(answer, cursor, marker.at, hidden)))
         parts.append(
             format_html(
                 ' <a class="ref" href="{}" aria-label="{}">[{}]</a>',
@@ -88,7 +106,7 @@ def answer_html(answer: str, markers: Sequence[Marker]) -> SafeString:
             )
         )
         cursor = marker.at + len(token)
-    parts.append(escape(readable(answer[cursor:])))
+    parts.append(escape(_shown(answer, cursor, len(answer), hidden)))
     return mark_safe("".join(parts))  # noqa: S308 - text escaped, links built by format_html
 
 

@@ -6,23 +6,32 @@ a line would light up the whole line; here such a line is narrowed to the
 boxes of the words that carry the range's characters, read from the page with
 ``get_text('words')``. The line's Markdown words and the page's words are
 matched in order (escapes, emphasis marks and case ignored); when a word of
-the range finds no partner on the page (ligatures, right-to-left text, joined
-hyphenation), the whole line is kept: a box never leaves out cited text.
+the range finds no partner on the page (ligatures, joined hyphenation), the
+whole line is kept: a box never leaves out cited text. Lines with right-to-left
+script are kept whole as well: the page lists their words left to right, the
+Markdown in reading order, and a repeated word could pair with the wrong copy.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 import pymupdf
+
+from documents.converters._pdf_layout import TEXT_FLAGS
 
 Range = tuple[int, int]
 Span = Sequence  # [char_start, char_end, page, x0, y0, x1, y1] as SourceBoxes stores it
 
 _WORD = re.compile(r"\S+")
 _NOT_WORD_CHARS = re.compile(r"[\W_]+")
+
+
+def _right_to_left(text: str) -> bool:
+    return any(unicodedata.bidirectional(ch) in {"R", "AL"} for ch in text)
 
 
 def _key(word: str) -> str:
@@ -38,7 +47,7 @@ class PageWords:
     """The words of one PDF page, read once, matched line by line."""
 
     def __init__(self, page: pymupdf.Page) -> None:
-        self.words = page.get_text("words")
+        self.words = page.get_text("words", flags=TEXT_FLAGS)  # as the converter read it
 
     def in_line(self, box: Sequence[float]) -> list[tuple[float, float, float, float, str]]:
         """Words whose centre lies inside ``box``, left to right."""
@@ -59,7 +68,7 @@ class PageWords:
         wanted = [(max(a, start), min(b, end)) for a, b in ranges if a < end and b > start]
         if not wanted:
             return []
-        if all(a <= start and b >= end for a, b in wanted):
+        if all(a <= start and b >= end for a, b in wanted) or _right_to_left(text):
             return [_rounded(box)]
         mine = [(m.start() + start, m.end() + start, m.group()) for m in _WORD.finditer(text)]
         theirs = self.in_line(box)

@@ -15,6 +15,7 @@ The cell boxes then go through the same path as ruled tables.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from documents.converters._pdf_layout import Block, Line, union
@@ -92,19 +93,41 @@ def _short(row: _Row) -> bool:
     return len(row.line.text) <= MAX_CELL_CHARS * max(1, len(row.cells))
 
 
-def _overlapping(row: _Row) -> bool:
-    return any(a.x1 > b.x0 for a, b in zip(row.cells, row.cells[1:], strict=False))
-
-
 def _column_of(cell: _Cell, columns: list[_Cell]) -> int | None:
-    """The one header cell ``cell`` lies under (left, centred or right aligned),
-    or None if it lies under none or under two."""
+    """The column of ``cell``: the one header cell it lies under (left, centred or
+    right aligned); failing that, the one whose start it follows without reaching
+    the next header cell (a short value right-aligned in a wide column). None if
+    it lies under two, or before the first."""
     under = [
         index
         for index, column in enumerate(columns)
         if cell.x0 < column.x1 + COLUMN_TOLERANCE and cell.x1 > column.x0 - COLUMN_TOLERANCE
     ]
-    return under[0] if len(under) == 1 else None
+    if under:
+        return under[0] if len(under) == 1 else None
+    after = [i for i, column in enumerate(columns) if cell.x0 >= column.x0 - COLUMN_TOLERANCE]
+    return after[-1] if after else None
+
+
+_NUMBER = re.compile(r"[\d\s$€£%+\-−.,:/()]*\d[\d\s$€£%+\-−.,:/()]*")
+
+
+def _numeric(line: Line, cell: _Cell) -> bool:
+    text = "".join(
+        line.text[start:end] for start, end, box in line.parts if cell.x0 <= box[0] < cell.x1
+    )
+    return bool(_NUMBER.fullmatch(text.strip()))
+
+
+def _heads_columns(header: _Row, body: list[tuple[_Row, list[int]]]) -> bool:
+    """The first row names the columns: set in bold unlike the rows below, or free
+    of the numbers that fill its columns below. A table of contents or a form
+    starts with data."""
+    if header.line.bold and not all(row.line.bold for row, _ in body):
+        return True
+    if any(_numeric(header.line, cell) for cell in header.cells):
+        return False
+    return any(_numeric(row.line, row.cells[k]) for row, placed in body for k in range(len(placed)))
 
 
 def _table_from(
@@ -112,7 +135,7 @@ def _table_from(
 ) -> tuple[RuledTable | None, set[int]]:
     """The table whose header is ``rows[first]``, and the rows it takes."""
     header = rows[first]
-    if len(header.cells) < MIN_COLUMNS or _overlapping(header) or not _short(header):
+    if len(header.cells) < MIN_COLUMNS or not _short(header):
         return None, set()
     columns = header.cells
     left, right = header.line.box[0], header.line.box[2]
@@ -155,6 +178,8 @@ def _table_from(
         TableRow(cells=[_cell_box(edges[i], edges[i + 1], r.line) for i in range(len(columns))])
         for r in [header, *(r for r, _ in body)]
     ]
+    if not _heads_columns(header, body):  # data from the first row on: an empty header
+        table_rows.insert(0, TableRow(cells=[None] * len(columns)))
     top, bottom = union(every)[1] - 1, union(every)[3] + 1
     return RuledTable(bbox=(edges[0], top, edges[-1], bottom), rows=table_rows), taken
 

@@ -86,6 +86,13 @@ class Block:
     lines: list[Line]
     box: Box
     table: object | None = None  # a _pdf_tables.RuledTable when this block is a table
+    lines_before_tables: int = 0  # how many lines it had before table rows left it
+
+    @property
+    def line_count(self) -> int:
+        """Its lines as laid out: rows taken by a table still count (a block's
+        leftover after a table is not a short title block)."""
+        return max(len(self.lines), self.lines_before_tables)
 
 
 def union(boxes: list[Box]) -> Box:

@@ -85,7 +85,10 @@ def _inside(line: Line, box: tuple[float, float, float, float]) -> bool:
 
 def _remove_table_text(blocks: list[Block], tables: list[Block]) -> None:
     for block in blocks:
-        block.lines = [ln for ln in block.lines if not any(_inside(ln, t.box) for t in tables)]
+        kept = [ln for ln in block.lines if not any(_inside(ln, t.box) for t in tables)]
+        if len(kept) < len(block.lines):
+            block.lines_before_tables = block.line_count
+        block.lines = kept
         if block.lines:
             block.box = union([ln.box for ln in block.lines])
     blocks[:] = [b for b in blocks if b.lines]
@@ -170,13 +173,13 @@ class _Headings:
                         del pending[k]
                         return min(lvl, 6)
                 return 0
-            if line.size in self.levels and len(block.lines) <= 4:
+            if line.size in self.levels and block.line_count <= 4:
                 return self.levels[line.size]
             if (
                 self.bold_ok
                 and line.bold
                 and line.size >= self.body * 0.95
-                and len(block.lines) <= 2
+                and block.line_count <= 2
                 and _bold_title_so_far(line, block)
             ):
                 return self.bold_level

@@ -103,3 +103,18 @@ def test_every_cell_box_holds_its_cell_text():
             assert text.split() == [w[4] for w in inside], (text, inside)
             checked += 1
     assert checked >= 60
+
+
+def test_a_table_that_starts_with_data_gets_an_empty_header():
+    """A form or a table of contents has no row of column names: its first row
+    stays data under an empty header, and no leftover row becomes a heading."""
+    repair = _convert("markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf").markdown
+    rows = _rows(repair)
+    assert ["Insured name", "Bruce Wayne", "Year", "2025"] in rows
+    assert ["Claim #", "999", "Make", "Batman"] in rows  # a short value in a wide column
+    assert rows[rows.index(["Insured name", "Bruce Wayne", "Year", "2025"]) - 1] == [""] * 4
+    assert not re.search(r"^#+ Insured name", repair, re.M)
+    contents = _rows(
+        _convert("py-pdf-sample-files/006-pdflatex-outline/pdflatex-outline.pdf").markdown
+    )
+    assert contents[0] == ["", "", ""] and contents[1] == ["1", "Foo", "2"]

@@ -35,3 +35,18 @@ def test_answers_read_without_escapes_and_keep_their_links():
     assert "different_first_page" in html and "\\" not in html
     assert '<a class="ref" href="/s/1" aria-label="source 1">[1]</a>' in html
     assert "&lt;" in answer_html("a <b> [1]", [])  # still HTML-escaped
+
+
+def test_code_keeps_its_backslashes():
+    stored = 'Run `grep "\\." f` then:\n\n```\nprintf("\\\\n");\n\\1. not a list\n```\nDone\\.'
+    shown = readable(stored)
+    assert '`grep "\\." f`' in shown
+    assert 'printf("\\\\n");\n\\1. not a list' in shown
+    assert shown.endswith("Done.")
+
+
+def test_an_escape_cut_by_a_mark_or_a_mid_line_piece_reads_the_same():
+    stored = r"Total \_net\_ value: 1\. see \1. here"
+    at = stored.index("_net")  # a mark starting between the backslash and its character
+    html = marked(stored, [(at, len(stored))], for_reading=True)
+    assert html == "Total <mark>_net_ value: 1. see \\1. here</mark>"
