@@ -89,6 +89,11 @@ MIN_WORDS = 4
 # ("What is the Globex launch code?" is not answered by "... source code and the VPN.":
 # cosine 0.17); on the SQuAD set it costs 7 of 1802 answering passages, 0.4 %
 MIN_SIMILARITY = 0.25
+# a table row is short and shares a word easily ("| | Color | White" for "What color is
+# the sky on Mars?": cosine 0.37; "Austria | 8.9 | … | Vienna" for a Berlin office: 0.34),
+# so it must be closer in meaning to count; rows that answer scored 0.44-0.68 on the
+# corpus tables
+MIN_ROW_SIMILARITY = 0.40
 CANDIDATES_TO_EMBED = 20
 # a further sentence must be nearly as relevant as the best one, or it is noise
 RELATIVE_FLOOR = 0.65
@@ -105,6 +110,7 @@ class _Sentence:
     text: str
     overlap: float
     prior: float
+    in_table: bool = False
 
 
 def _words(text: str) -> set[str]:
@@ -178,10 +184,11 @@ class ExtractiveGenerator:
             return []
         vectors = np.asarray(default_embedder().embed_documents([c.text for c in candidates]))
         similarity = (vectors @ np.asarray(question_vector)).tolist()
+        row_floor = max(self.min_similarity, MIN_ROW_SIMILARITY)
         scored = [
             (c, sim + LEXICAL_WEIGHT * c.overlap + PRIOR_WEIGHT * c.prior)
             for c, sim in zip(candidates, similarity, strict=True)
-            if sim >= self.min_similarity
+            if sim >= (row_floor if c.in_table else self.min_similarity)
         ]
         scored.sort(key=lambda pair: (-pair[1], pair[0].passage, pair[0].start))
         return self._select(scored)
@@ -193,8 +200,12 @@ class ExtractiveGenerator:
             for start, end in sentences_of(passage.text):
                 text = passage.text[start:end]
                 overlap = len(asked & _words(text)) / (len(asked) or 1)
+                line_start = passage.text.rfind("\n", 0, start) + 1
+                in_table = passage.text[line_start:start].lstrip().startswith("|")
                 found.append(
-                    _Sentence(passage.index, start, end, text, overlap, passage.score_norm)
+                    _Sentence(
+                        passage.index, start, end, text, overlap, passage.score_norm, in_table
+                    )
                 )
         found.sort(key=lambda s: (-(s.overlap + 0.5 * s.prior), s.passage, s.start))
         return found[:CANDIDATES_TO_EMBED]

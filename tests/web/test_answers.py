@@ -180,3 +180,29 @@ def test_sign_out_needs_a_post_and_ends_the_session(tenant: Tenant):
     assert response.status_code == 302 and response["Location"] == "/accounts/login/"
     assert tenant.client.get("/").status_code == 302
     assert isinstance(tenant.client, Client)
+
+
+def test_table_rows_answer_their_questions_and_not_unrelated_ones(tenant: Tenant, corpus):
+    """A short row shares words easily ("Color" for a question about a colour): it
+    must be close in meaning to be quoted, while rows that answer still are."""
+    for name in (
+        "pymupdf/small-table.pdf",
+        "py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf",
+        "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf",
+    ):
+        path = corpus / name
+        record = ingest_now(factories.upload(tenant.source, path.name, path.read_bytes()).file)
+        assert record.status == "ready", record.error_message
+    answered = {
+        "What is the capital of Belgium?": "Brussels",
+        "What is the boiling point of metals?": "2755.9",
+        "What is the model of Bruce Wayne's vehicle?": "Batmobile",
+    }
+    for question, fact in answered.items():
+        assert fact in query_execute(app=tenant.app, question=question).answer, question
+    for question in (
+        "What color is the sky on Mars?",  # rows "| | Color | White": cosine 0.37
+        "How many employees work in the Berlin office?",  # a row of capitals: 0.34
+    ):
+        execution = query_execute(app=tenant.app, question=question)
+        assert execution.answer == NOT_FOUND, (question, execution.answer)
