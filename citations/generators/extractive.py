@@ -137,6 +137,10 @@ def _word_count(text: str) -> int:
     )
 
 
+def _is_table_row(line: str) -> bool:
+    return line.lstrip().startswith("|")
+
+
 def _is_structural(line: str) -> bool:
     stripped = line.strip()
     return stripped.startswith("#") or set(stripped) <= set("|-: ")
@@ -156,7 +160,7 @@ def sentences_of(text: str) -> list[tuple[int, int]]:
             start = lead.end() if lead else start
             while end > start and text[end - 1] in " |\t":
                 end -= 1
-            is_row = line.lstrip().startswith("|")
+            is_row = _is_table_row(line)
             if _word_count(text[start:end]) >= (2 if is_row else MIN_WORDS):
                 spans.append((start, end))
     return spans
@@ -201,7 +205,7 @@ class ExtractiveGenerator:
                 text = passage.text[start:end]
                 overlap = len(asked & _words(text)) / (len(asked) or 1)
                 line_start = passage.text.rfind("\n", 0, start) + 1
-                in_table = passage.text[line_start:start].lstrip().startswith("|")
+                in_table = _is_table_row(passage.text[line_start:start])
                 found.append(
                     _Sentence(
                         passage.index, start, end, text, overlap, passage.score_norm, in_table

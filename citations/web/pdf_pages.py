@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pymupdf
 from django.http import Http404
 
-from citations.web.word_boxes import PageWords
+from citations.web.word_boxes import PageWords, line_box
 from documents.models import File
 from documents.storage import original_open
 
@@ -107,13 +107,11 @@ class PageLines:
         starts: list[int],
         number: int,
     ) -> None:
-        self.page, self.markdown, self.spans, self.starts, self.number = (
-            page,
-            markdown,
-            spans,
-            starts,
-            number,
-        )
+        self.page = page
+        self.markdown = markdown
+        self.spans = spans
+        self.starts = starts
+        self.number = number
         self._words: PageWords | None = None
 
     def boxes(self, ranges: list[tuple[int, int]]) -> list[list[float]]:
@@ -129,8 +127,8 @@ class PageLines:
             touching = [(a, b) for a, b in ranges if a < end and b > start]
             if span_page != self.number or not touching:
                 continue
-            if all(a <= start and b >= end for a, b in touching):
-                line = [[round(float(v), 2) for v in span[3:7]]]
+            if all(a <= start and b >= end for a, b in touching):  # no words to read
+                line = [line_box(span)]
             else:
                 line = self._page_words().narrowed(span, self.markdown[start:end], touching)
             found += [box for box in line if box not in found]

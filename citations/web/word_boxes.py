@@ -19,9 +19,7 @@ import unicodedata
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-import pymupdf
-
-from documents.converters._pdf_layout import TEXT_FLAGS
+from documents.converters._pdf_words import PageWordIndex
 
 Range = tuple[int, int]
 Span = Sequence  # [char_start, char_end, page, x0, y0, x1, y1] as SourceBoxes stores it
@@ -39,25 +37,20 @@ def _key(word: str) -> str:
     return _NOT_WORD_CHARS.sub("", word).casefold() or word
 
 
-def _rounded(box: Sequence[float]) -> list[float]:
-    return [round(float(v), 2) for v in box]
+def line_box(span: Span) -> list[float]:
+    """The stored box of a whole line, as the viewer draws it."""
+    return [round(float(v), 2) for v in span[3:7]]
 
 
-class PageWords:
-    """The words of one PDF page, read once, matched line by line."""
-
-    def __init__(self, page: pymupdf.Page) -> None:
-        self.words = page.get_text("words", flags=TEXT_FLAGS)  # as the converter read it
+class PageWords(PageWordIndex):
+    """The words of one PDF page, matched line by line."""
 
     def in_line(self, box: Sequence[float]) -> list[tuple[float, float, float, float, str]]:
         """Words whose centre lies inside ``box``, left to right."""
-        x0, y0, x1, y1 = box
-        inside = [
-            (w[0], w[1], w[2], w[3], w[4])
-            for w in self.words
-            if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1
+        return [
+            (w.left, w.top, w.right, w.bottom, w.text)
+            for w in sorted(self.within(box), key=lambda w: w.left)
         ]
-        return sorted(inside, key=lambda w: w[0])
 
     def narrowed(self, span: Span, text: str, ranges: Sequence[Range]) -> list[list[float]]:
         """Boxes on this line for the parts of ``ranges`` it carries.
@@ -69,7 +62,7 @@ class PageWords:
         if not wanted:
             return []
         if all(a <= start and b >= end for a, b in wanted) or _right_to_left(text):
-            return [_rounded(box)]
+            return [line_box(span)]
         mine = [(m.start() + start, m.end() + start, m.group()) for m in _WORD.finditer(text)]
         theirs = self.in_line(box)
         partner: dict[int, int] = {}
@@ -85,7 +78,7 @@ class PageWords:
             if not covered:
                 continue
             if any(i not in partner for i in covered):
-                return [_rounded(box)]  # cannot place every word: keep the whole line
+                return [line_box(span)]  # cannot place every word: keep the whole line
             found = [theirs[partner[i]] for i in covered]
             narrowed = [
                 min(w[0] for w in found),
@@ -93,5 +86,5 @@ class PageWords:
                 max(w[2] for w in found),
                 box[3],
             ]
-            boxes.append(_rounded(narrowed))
+            boxes.append([round(float(v), 2) for v in narrowed])
         return boxes

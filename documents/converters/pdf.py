@@ -9,11 +9,9 @@ came from, so a chunk can later be shown and checked on its page.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable
 from operator import attrgetter
-from typing import NamedTuple
 
 import pymupdf
 
@@ -38,6 +36,7 @@ from documents.converters._pdf_layout import (
     without_controls,
 )
 from documents.converters._pdf_tables import RuledTable, ruled_tables
+from documents.converters._pdf_words import PageWordIndex
 from documents.converters.base import Conversion, ConversionError
 
 pymupdf.TOOLS.mupdf_display_errors(False)
@@ -292,44 +291,24 @@ _CUT_BY_WORD_LIST = re.compile("[\u0590-\u0900\ufb1d-\ufefc\ufffd]")
 _BORDER_TOLERANCE = 0.5  # points a word may reach past a cell border
 
 
-class _Word(NamedTuple):
-    centre_y: float
-    centre_x: float
-    order: int
-    text: str
-    left: float
-    right: float
-
-    def crosses(self, x: float) -> bool:
-        return self.left < x - _BORDER_TOLERANCE and self.right > x + _BORDER_TOLERANCE
-
-
-class _PageWords:
-    """The page's words by the height of their centres, read once for all its tables.
+class _PageWords(PageWordIndex):
+    """The page's words, read once for all its tables.
 
     A clipped ``get_text`` per cell parsed the whole page again for every cell
     (seven times per page of an invoice: 55% of its conversion time). A cell whose
     text the word list cannot give as a clip would (a word across its border, as
     when neighbouring cells' text touches; right-to-left text) is still clipped."""
 
-    def __init__(self, page: pymupdf.Page) -> None:
-        self.page = page
-        self.words = sorted(
-            _Word((w[1] + w[3]) / 2, (w[0] + w[2]) / 2, order, w[4], w[0], w[2])
-            for order, w in enumerate(page.get_text("words", flags=TEXT_FLAGS))
-        )
-        self.heights = [w.centre_y for w in self.words]
-
     def inside(self, box: tuple | None) -> str:
         """The text of the cell ``box``, whitespace-normalised."""
         if not box:
             return ""
         x0, y0, x1, y1 = box
-        band = self.words[bisect_left(self.heights, y0) : bisect_right(self.heights, y1)]
+        band = self.band(y0, y1)
         cell = [w for w in band if x0 <= w.centre_x <= x1]
-        if any(w.crosses(x0) or w.crosses(x1) for w in band) or any(
-            _CUT_BY_WORD_LIST.search(w.text) for w in cell
-        ):
+        if any(
+            w.crosses(x0, _BORDER_TOLERANCE) or w.crosses(x1, _BORDER_TOLERANCE) for w in band
+        ) or any(_CUT_BY_WORD_LIST.search(w.text) for w in cell):
             text = self.page.get_text("text", clip=box, flags=TEXT_FLAGS)
         else:
             text = " ".join(w.text for w in sorted(cell, key=attrgetter("order")))

@@ -92,25 +92,29 @@ def test_a_right_to_left_line_with_a_repeated_word_stays_whole():
     """The page lists right-to-left words left to right; their Markdown is in
     reading order. Pairing the repeated word with its wrong copy would leave the
     first cited word out, so such a line is never narrowed."""
-    words = PageWords.__new__(PageWords)
-    words.words = [
-        (0, 0, 40, 10, "في", 0, 0, 0),
-        (100, 0, 140, 10, "قلم", 0, 0, 1),
-        (200, 0, 240, 10, "كتاب", 0, 0, 2),
-        (300, 0, 340, 10, "في", 0, 0, 3),
-    ]
+    words = PageWords(
+        None,
+        words=[
+            (0, 0, 40, 10, "في", 0, 0, 0),
+            (100, 0, 140, 10, "قلم", 0, 0, 1),
+            (200, 0, 240, 10, "كتاب", 0, 0, 2),
+            (300, 0, 340, 10, "في", 0, 0, 3),
+        ],
+    )
     text = "في كتاب قلم في"
     span = [0, len(text), 1, 0, 0, 340, 10]
     assert words.narrowed(span, text, [(0, len("في كتاب"))]) == [[0, 0, 340, 10]]
 
 
 def test_a_left_to_right_line_narrows_to_the_cited_words():
-    words = PageWords.__new__(PageWords)
-    words.words = [
-        (0, 0, 40, 10, "Alpha.", 0, 0, 0),
-        (50, 0, 90, 10, "Beta", 0, 0, 1),
-        (100, 0, 140, 10, "gamma.", 0, 0, 2),
-    ]
+    words = PageWords(
+        None,
+        words=[
+            (0, 0, 40, 10, "Alpha.", 0, 0, 0),
+            (50, 0, 90, 10, "Beta", 0, 0, 1),
+            (100, 0, 140, 10, "gamma.", 0, 0, 2),
+        ],
+    )
     text = "Alpha. Beta gamma."
     span = [500, 500 + len(text), 1, 0, 0, 140, 10]
     assert words.narrowed(span, text, [(507, 518)]) == [[50, 0, 140, 10]]
