@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +14,16 @@ from rest_framework.views import APIView
 from citations.models import Thread
 from citations.threads import selectors, services
 from citations.threads.errors import ThreadRejected
+from citations.threads.schema import (
+    MessageCreateInput,
+    MessageList,
+    MessageObject,
+    RunCreateInput,
+    RunList,
+    RunObject,
+    ThreadCreateInput,
+    ThreadObject,
+)
 from citations.threads.serializers import (
     list_output,
     list_params,
@@ -22,12 +31,11 @@ from citations.threads.serializers import (
     run_output,
     thread_output,
 )
-from documents.api.errors import ApiError
+from documents.api.errors import ApiError, error_responses
 from documents.models import ApiKey
 from documents.tenancy import organization_of
 
 POLL_AFTER_MS = "250"  # create_and_poll waits this long between polls
-OPENAI_OBJECT = extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
 LIST_PARAMETERS = [
     OpenApiParameter("limit", int, description="1..100, default 20"),
     OpenApiParameter("order", str, enum=["asc", "desc"], description="by created_at"),
@@ -58,10 +66,12 @@ class _View(APIView):
         return selectors.thread_get(organization=organization_of(request), thread_id=thread_id)
 
 
-@OPENAI_OBJECT
 class ThreadsView(_View):
     """Create a thread, optionally with its first messages."""
 
+    @extend_schema(
+        request=ThreadCreateInput, responses={200: ThreadObject, **error_responses(400)}
+    )
     def post(self, request: Request) -> Response:
         body, key = _body(request), _api_key(request)
         thread = services.thread_create(
@@ -73,13 +83,12 @@ class ThreadsView(_View):
         return Response(thread_output(thread))
 
 
-@OPENAI_OBJECT
 class ThreadDetailView(_View):
+    @extend_schema(responses={200: ThreadObject, **error_responses(404)})
     def get(self, request: Request, thread_id: str) -> Response:
         return Response(thread_output(self.thread(request, thread_id)))
 
 
-@OPENAI_OBJECT
 class MessagesView(_View):
     """The thread's messages; an answer carries ``file_citation`` annotations and a
     second text block with the source-tracing fields of every retrieved chunk."""
@@ -87,6 +96,7 @@ class MessagesView(_View):
     @extend_schema(
         operation_id="v1_threads_messages_list",
         parameters=[*LIST_PARAMETERS, OpenApiParameter("run_id", str)],
+        responses={200: MessageList, **error_responses(400, 404)},
     )
     def get(self, request: Request, thread_id: str) -> Response:
         params = list_params(request.query_params)
@@ -97,6 +107,9 @@ class MessagesView(_View):
         page = selectors.page_of(messages, **params.as_kwargs())
         return Response(list_output(page.items, page.has_more, message_output))
 
+    @extend_schema(
+        request=MessageCreateInput, responses={200: MessageObject, **error_responses(400, 404)}
+    )
     def post(self, request: Request, thread_id: str) -> Response:
         body = _body(request)
         message = services.message_create(
@@ -108,24 +121,30 @@ class MessagesView(_View):
         return Response(message_output(message))
 
 
-@OPENAI_OBJECT
 class MessageDetailView(_View):
+    @extend_schema(responses={200: MessageObject, **error_responses(404)})
     def get(self, request: Request, thread_id: str, message_id: str) -> Response:
         thread = self.thread(request, thread_id)
         return Response(message_output(selectors.message_get(thread=thread, message_id=message_id)))
 
 
-@OPENAI_OBJECT
 class RunsView(_View):
     """Start a run (a Celery worker executes it) or list the thread's runs."""
 
-    @extend_schema(operation_id="v1_threads_runs_list", parameters=LIST_PARAMETERS)
+    @extend_schema(
+        operation_id="v1_threads_runs_list",
+        parameters=LIST_PARAMETERS,
+        responses={200: RunList, **error_responses(400, 404)},
+    )
     def get(self, request: Request, thread_id: str) -> Response:
         params = list_params(request.query_params)
         runs = selectors.runs_of(thread=self.thread(request, thread_id))
         page = selectors.page_of(runs, **params.as_kwargs())
         return Response(list_output(page.items, page.has_more, run_output))
 
+    @extend_schema(
+        request=RunCreateInput, responses={200: RunObject, **error_responses(400, 404)}
+    )
     def post(self, request: Request, thread_id: str) -> Response:
         body = _body(request)
         thread = self.thread(request, thread_id)
@@ -154,19 +173,19 @@ class RunsView(_View):
         return Response(run_output(run), headers={"openai-poll-after-ms": POLL_AFTER_MS})
 
 
-@OPENAI_OBJECT
 class RunDetailView(_View):
     """A run's status; ``create_and_poll`` polls this until the run is terminal."""
 
+    @extend_schema(responses={200: RunObject, **error_responses(404)})
     def get(self, request: Request, thread_id: str, run_id: str) -> Response:
         run = selectors.run_get(thread=self.thread(request, thread_id), run_id=run_id)
         return Response(run_output(run), headers={"openai-poll-after-ms": POLL_AFTER_MS})
 
 
-@OPENAI_OBJECT
 class RunCancelView(_View):
     """Cancel a queued or running run; a finished run cannot be cancelled."""
 
+    @extend_schema(request=None, responses={200: RunObject, **error_responses(400, 404)})
     def post(self, request: Request, thread_id: str, run_id: str) -> Response:
         run = selectors.run_get(thread=self.thread(request, thread_id), run_id=run_id)
         return Response(run_output(services.run_cancel(run=run)))

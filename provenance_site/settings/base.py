@@ -211,6 +211,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Upload documents, ask questions, and trace every [n] reference to its bytes.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "citations.models.RunStatus",
+        "MessageRoleEnum": "citations.models.MessageRole",
+        "FileStatusEnum": "documents.models.FileStatus",
+    },
 }
 
 LOGGING = {

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from tests.support.openapi import assert_documented, generated_schema
 from tests.threads.conftest import Http, demo_handbook, tenant_with
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -55,17 +56,32 @@ def _poll(http: Http, path: str) -> tuple[dict, list[str]]:
     raise AssertionError(f"run still {seen[-1]}")
 
 
+class Documented:
+    """Asserts each reply is what the OpenAPI schema says that operation answers."""
+
+    def __init__(self) -> None:
+        self.schema = generated_schema()
+        self.checked: list[str] = []
+
+    def __call__(self, reply, path: str, method: str = "get") -> dict:  # noqa: ANN001
+        body = reply.json()
+        assert_documented(self.schema, reply.status, body, path, method)
+        self.checked.append(f"{method} {path} {reply.status}")
+        return body
+
+
 def test_it_speaks_the_assistants_wire_format_down_to_the_file(
     celery_worker, live_server, tmp_path
 ):
     original = demo_handbook(tmp_path)
     tenant = tenant_with("Acme", {"employee-handbook.md": original}, data_source="Handbook")
     http = Http(live_server.url, tenant.key)
+    documented = Documented()
     question = "How long are invoices and payroll records kept?"
 
     created = http.post("/v1/threads", {"metadata": {"ticket": "HR-7"}}, **BETA)
     assert created.status == 200
-    thread = created.json()
+    thread = documented(created, "/v1/threads", "post")
     assert set(thread) == THREAD_KEYS
     assert thread["object"] == "thread" and _is_unix(thread["created_at"])
     assert thread["metadata"] == {"ticket": "HR-7"}
@@ -74,7 +90,7 @@ def test_it_speaks_the_assistants_wire_format_down_to_the_file(
 
     posted = http.post(f"{base}/messages", {"role": "user", "content": question}, **BETA)
     assert posted.status == 200
-    user_message = posted.json()
+    user_message = documented(posted, "/v1/threads/{thread_id}/messages", "post")
     assert set(user_message) == MESSAGE_KEYS
     assert user_message["object"] == "thread.message" and user_message["role"] == "user"
     assert user_message["content"] == [
@@ -85,24 +101,30 @@ def test_it_speaks_the_assistants_wire_format_down_to_the_file(
 
     started = http.post(f"{base}/runs", {"assistant_id": str(tenant.app.pk)}, **BETA)
     assert started.status == 200
-    queued = started.json()
+    queued = documented(started, "/v1/threads/{thread_id}/runs", "post")
     assert set(queued) == RUN_KEYS
     assert queued["object"] == "thread.run" and queued["status"] == "queued"
     assert (queued["usage"], queued["last_error"], queued["query_id"]) == (None, None, None)
     assert queued["tools"] == [{"type": "file_search"}] and queued["model"] == "extractive"
 
     run, seen = _poll(http, f"{base}/runs/{queued['id']}")
+    documented(http.get(f"{base}/runs/{queued['id']}"), "/v1/threads/{thread_id}/runs/{run_id}")
     assert seen[-1] == "completed", run["last_error"]
     assert seen == [s for s in ("queued", "in_progress", "completed") if s in seen]
     assert queued["created_at"] <= run["started_at"] <= run["completed_at"]
     assert run["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     assert uuid.UUID(run["query_id"])
 
-    runs = http.get(f"{base}/runs", **BETA).json()
+    runs = documented(http.get(f"{base}/runs", **BETA), "/v1/threads/{thread_id}/runs")
     assert set(runs) == LIST_KEYS and [r["id"] for r in runs["data"]] == [run["id"]]
 
     # GET /v1/threads/{thread_id}/messages: newest first by default
-    listed = http.get(f"{base}/messages", **BETA).json()
+    listed = documented(http.get(f"{base}/messages", **BETA), "/v1/threads/{thread_id}/messages")
+    answer_path = f"{base}/messages/{listed['data'][0]['id']}"
+    assert (
+        documented(http.get(answer_path), "/v1/threads/{thread_id}/messages/{message_id}")
+        == listed["data"][0]
+    )
     assert set(listed) == LIST_KEYS and listed["object"] == "list"
     answer_message, question_message = listed["data"]
     assert (listed["first_id"], listed["last_id"], listed["has_more"]) == (
@@ -175,3 +197,16 @@ def test_it_speaks_the_assistants_wire_format_down_to_the_file(
     assert [m["id"] for m in page["data"]] == [question_message["id"]]
     page = http.get(f"{base}/messages?run_id={run['id']}").json()
     assert [m["id"] for m in page["data"]] == [answer_message["id"]]
+
+    # refusals are documented too, in the one error shape
+    finished = http.post(f"{base}/runs/{run['id']}/cancel", **BETA)
+    assert finished.status == 400
+    body = documented(finished, "/v1/threads/{thread_id}/runs/{run_id}/cancel", "post")
+    assert body["error"]["code"] == "run_not_cancellable"
+    unknown = http.get(f"/v1/threads/{uuid.uuid4()}", **BETA)
+    assert unknown.status == 404
+    documented(unknown, "/v1/threads/{thread_id}")
+    bad_limit = http.get(f"{base}/messages?limit=0", **BETA)
+    assert bad_limit.status == 400
+    documented(bad_limit, "/v1/threads/{thread_id}/messages")
+    assert len(documented.checked) == 10

@@ -1,0 +1,194 @@
+"""The OpenAPI description of the ``/v1/threads`` objects: OpenAI's Assistants
+shapes as ``serializers.py`` builds them, so clients generated from our schema
+know every field (the views validate bodies themselves, with OpenAI's error
+codes and ``param`` paths; these serializers only describe)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from citations.models import MessageRole, RunStatus
+
+_UNIX = "Unix time in seconds"
+
+
+def _metadata(**kwargs: object) -> serializers.DictField:
+    return serializers.DictField(
+        child=serializers.CharField(max_length=512),
+        help_text="At most 16 keys of at most 64 characters; string values.",
+        **kwargs,
+    )
+
+
+def _constant(value: str) -> serializers.CharField:
+    """A field that always holds ``value`` (OpenAI's ``object`` and ``type`` tags);
+    a one-value enum would become a component per field name, all the same set."""
+    return serializers.CharField(help_text=f"Always `{value}`.")
+
+
+class TextPartInput(serializers.Serializer):
+    type = _constant("text")
+    text = serializers.CharField()
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"$ref": "#/components/schemas/TextPartInput"}},
+        ],
+        "description": "The text, or a list of text parts joined by newlines.",
+    },
+    component_name="MessageContentInput",
+)
+class MessageContentField(serializers.JSONField):
+    """A string or a list of text parts."""
+
+
+class MessageCreateInput(serializers.Serializer):
+    role = serializers.ChoiceField(choices=MessageRole.choices)
+    content = MessageContentField()
+    metadata = _metadata(required=False, allow_null=True)
+
+
+class ThreadCreateInput(serializers.Serializer):
+    messages = MessageCreateInput(many=True, required=False, help_text="At most 32.")
+    metadata = _metadata(required=False, allow_null=True)
+
+
+class RunCreateInput(serializers.Serializer):
+    assistant_id = serializers.CharField(help_text="An app (`llm_app_id`) the caller may use.")
+    instructions = serializers.CharField(required=False, allow_null=True)
+    additional_instructions = serializers.CharField(required=False, allow_null=True)
+    additional_messages = MessageCreateInput(many=True, required=False, allow_null=True)
+    metadata = _metadata(required=False, allow_null=True)
+    stream = serializers.BooleanField(
+        required=False, help_text="Only false: runs are polled, not streamed."
+    )
+
+
+class ThreadObject(serializers.Serializer):
+    id = serializers.UUIDField()
+    object = _constant("thread")
+    created_at = serializers.IntegerField(help_text=_UNIX)
+    metadata = _metadata()
+    tool_resources = serializers.DictField(help_text="Always empty.")
+
+
+class FileCitation(serializers.Serializer):
+    file_id = serializers.UUIDField()
+    chunk_id = serializers.UUIDField()
+    quote = serializers.CharField(help_text="The source sentence, exactly as in the chunk.")
+
+
+class FileCitationAnnotation(serializers.Serializer):
+    type = _constant("file_citation")
+    text = serializers.CharField(help_text="The marker, `[n]`.")
+    start_index = serializers.IntegerField()
+    end_index = serializers.IntegerField()
+    file_citation = FileCitation()
+
+
+class MessageText(serializers.Serializer):
+    value = serializers.CharField(allow_blank=True)
+    annotations = FileCitationAnnotation(many=True)
+
+
+class MessageTextContent(serializers.Serializer):
+    type = _constant("text")
+    text = MessageText(
+        help_text="The first block is the message; an answer's second block is JSON "
+        '(`"object": "source_tracing"`) with every retrieved chunk\'s location.'
+    )
+
+
+class MessageObject(serializers.Serializer):
+    id = serializers.UUIDField()
+    object = _constant("thread.message")
+    created_at = serializers.IntegerField(help_text=_UNIX)
+    thread_id = serializers.UUIDField()
+    status = _constant("completed")
+    completed_at = serializers.IntegerField(help_text=_UNIX)
+    incomplete_at = serializers.IntegerField(allow_null=True)
+    incomplete_details = serializers.DictField(allow_null=True)
+    role = serializers.ChoiceField(choices=MessageRole.choices)
+    content = MessageTextContent(many=True)
+    assistant_id = serializers.UUIDField(allow_null=True)
+    run_id = serializers.UUIDField(allow_null=True)
+    attachments = serializers.ListField(child=serializers.DictField(), help_text="Always empty.")
+    metadata = _metadata()
+
+
+class RunError(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class RunUsage(serializers.Serializer):
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+
+
+class RunTool(serializers.Serializer):
+    type = _constant("file_search")
+
+
+class TruncationStrategy(serializers.Serializer):
+    type = _constant("auto")
+    last_messages = serializers.IntegerField(allow_null=True)
+
+
+class RunObject(serializers.Serializer):
+    id = serializers.UUIDField()
+    object = _constant("thread.run")
+    created_at = serializers.IntegerField(help_text=_UNIX)
+    thread_id = serializers.UUIDField()
+    assistant_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+    required_action = serializers.DictField(allow_null=True, help_text="Always null.")
+    last_error = RunError(allow_null=True)
+    expires_at = serializers.IntegerField(allow_null=True)
+    started_at = serializers.IntegerField(allow_null=True, help_text=_UNIX)
+    cancelled_at = serializers.IntegerField(allow_null=True, help_text=_UNIX)
+    failed_at = serializers.IntegerField(allow_null=True, help_text=_UNIX)
+    completed_at = serializers.IntegerField(allow_null=True, help_text=_UNIX)
+    incomplete_details = serializers.DictField(allow_null=True)
+    model = serializers.CharField(help_text="The app's generator.")
+    instructions = serializers.CharField(allow_blank=True)
+    tools = RunTool(many=True)
+    metadata = _metadata()
+    usage = RunUsage(allow_null=True, help_text="Set once the run has finished.")
+    temperature = serializers.FloatField(allow_null=True)
+    top_p = serializers.FloatField(allow_null=True)
+    max_prompt_tokens = serializers.IntegerField(allow_null=True)
+    max_completion_tokens = serializers.IntegerField(allow_null=True)
+    truncation_strategy = TruncationStrategy()
+    response_format = _constant("auto")
+    tool_choice = _constant("auto")
+    parallel_tool_calls = serializers.BooleanField()
+    query_id = serializers.UUIDField(
+        allow_null=True,
+        help_text="The answer's query execution: its quoted sources and citations are at "
+        "`/semantics/apps/{llm_app_id}/query-execution-sources/{query_id}/get-quoted-sources`.",
+    )
+
+
+def _list_of(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
+    return type(
+        name,
+        (serializers.Serializer,),
+        {
+            "object": _constant("list"),
+            "data": item(many=True),
+            "first_id": serializers.UUIDField(allow_null=True),
+            "last_id": serializers.UUIDField(allow_null=True),
+            "has_more": serializers.BooleanField(),
+            "__doc__": f"A page of {item.__name__}s.",
+        },
+    )
+
+
+MessageList = _list_of(MessageObject, "MessageList")
+RunList = _list_of(RunObject, "RunList")
