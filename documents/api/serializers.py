@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import reverse
 from rest_framework import serializers
 
+from documents.api.errors import ApiError
 from documents.models import Chunk, File, Location
 
 
@@ -16,10 +19,36 @@ class FileUploadInput(serializers.Serializer):
 MAX_REASON_CHARS = 2000  # a deletion's reason is a sentence or two, kept in the ledger
 
 
+class JsonStringField(serializers.CharField):
+    """A JSON string and nothing else: DRF's CharField would take ``42`` as ``"42"``."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class FileDeleteInput(serializers.Serializer):
-    reason = serializers.CharField(
+    """A deletion's body: the reason, trimmed, at most ``MAX_REASON_CHARS`` long."""
+
+    reason = JsonStringField(
         max_length=MAX_REASON_CHARS, help_text="why; kept in the document's ledger"
     )
+
+    @classmethod
+    def reason_from(cls, data: Any) -> str:
+        """The valid reason in ``data``, or an ``ApiError`` whose code says what is wrong
+        (``reason_too_long``, else ``reason_required``)."""
+        form = cls(data=data if isinstance(data, dict) else {})
+        if form.is_valid():
+            return form.validated_data["reason"]
+        if any(error.code == "max_length" for error in form.errors.get("reason", [])):
+            raise ApiError(
+                f"'reason' is longer than {MAX_REASON_CHARS} characters",
+                code="reason_too_long",
+                param="reason",
+            )
+        raise ApiError("a deletion needs a 'reason'", code="reason_required", param="reason")
 
 
 class FileMarkdownOutput(serializers.Serializer):

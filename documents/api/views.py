@@ -14,7 +14,6 @@ from audit.events import client_address, document_event_record
 from documents import ingestion, selectors
 from documents.api.errors import ApiError, error_responses
 from documents.api.serializers import (
-    MAX_REASON_CHARS,
     ChunkOutput,
     FileDeleteInput,
     FileMarkdownOutput,
@@ -81,19 +80,11 @@ class FileDetailView(APIView):
     def delete(self, request: Request, file_id: str) -> Response:
         """Hide the document from retrieval (all revisions); evidence and bytes stay."""
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
-        reason = request.data.get("reason") if isinstance(request.data, dict) else None
-        if not isinstance(reason, str) or not reason.strip():
-            raise ApiError("a deletion needs a 'reason'", code="reason_required", param="reason")
-        if len(reason) > MAX_REASON_CHARS:
-            raise ApiError(
-                f"'reason' is longer than {MAX_REASON_CHARS} characters",
-                code="reason_too_long",
-                param="reason",
-            )
+        reason = FileDeleteInput.reason_from(request.data)
         try:
             ingestion.file_delete(
                 file=record,
-                reason=reason.strip(),
+                reason=reason,
                 user=request.user,
                 api_key=request.auth if isinstance(request.auth, ApiKey) else None,
                 origin=client_address(request),

@@ -254,6 +254,8 @@ def test_deleting_a_file_needs_a_reason_records_once_and_answers_409_after(tenan
         ({}, "reason_required"),
         ({"reason": "   "}, "reason_required"),
         ({"reason": 42}, "reason_required"),
+        ({"reason": ["policy withdrawn"]}, "reason_required"),
+        ({"reason": None}, "reason_required"),
         (["policy withdrawn"], "reason_required"),
         ({"reason": "x" * 2001}, "reason_too_long"),
     ):
@@ -262,8 +264,9 @@ def test_deleting_a_file_needs_a_reason_records_once_and_answers_409_after(tenan
         assert response.json()["error"]["code"] == code, body
     assert not DocumentEvent.objects.filter(kind="deletion").exists()
 
-    deleted = _delete(client, record.pk, {"reason": "policy withdrawn"})
+    deleted = _delete(client, record.pk, {"reason": "  policy withdrawn\n"})
     assert deleted.status_code == 200 and deleted.json()["deleted_at"]
+    assert DocumentEvent.objects.get(kind="deletion", file=record).reason == "policy withdrawn"
     again = _delete(client, record.pk, {"reason": "policy withdrawn"})
     assert again.status_code == 409
     assert again.json()["error"]["code"] == "already_deleted"
