@@ -29,10 +29,10 @@ class JsonStringField(serializers.CharField):
 
 
 class FileDeleteInput(serializers.Serializer):
-    """A deletion's body: the reason, trimmed, at most ``MAX_REASON_CHARS`` long."""
+    """A deletion's body: why the document is hidden from retrieval."""
 
     reason = JsonStringField(
-        max_length=MAX_REASON_CHARS, help_text="why; kept in the document's ledger"
+        min_length=1, max_length=MAX_REASON_CHARS, help_text="why; kept in the document's ledger"
     )
 
     @classmethod

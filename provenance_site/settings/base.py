@@ -203,7 +203,7 @@ REST_FRAMEWORK = {
         "documents.api.parsers.RawNameMultiPartParser",
     ],
     "EXCEPTION_HANDLER": "documents.api.errors.json_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "provenance_site.schema.ProvenanceAutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {

@@ -84,6 +84,26 @@ def test_every_json_body_is_described_field_by_field(schema):
     assert "assistant_id" in schema["components"]["schemas"]["RunCreateInput"]["required"]
 
 
+def test_a_file_deletion_documents_the_reason_it_needs(schema):
+    """drf-spectacular leaves every DELETE body out; a generated client would then
+    have no way to send the reason the endpoint requires."""
+    delete = schema["paths"]["/v1/flow/files/{file_id}"]["delete"]
+    body = delete["requestBody"]
+    assert body["required"] is True
+    assert body["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/FileDeleteInput"
+    }
+    described = schema["components"]["schemas"]["FileDeleteInput"]
+    assert described["required"] == ["reason"]
+    assert described["properties"]["reason"] | {"description": ""} == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 2000,
+        "description": "",
+    }
+    assert "requestBody" not in schema["paths"]["/v1/threads/{thread_id}"].get("delete", {})
+
+
 def test_real_responses_validate_against_the_schema(schema, library):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
