@@ -4,7 +4,8 @@ The body XML is walked in document order by local element names, so
 paragraphs and tables stay interleaved and ISO "Strict" files (another
 namespace, which python-docx cannot open) convert too. Pages follow Word's
 own ``w:lastRenderedPageBreak`` marks when the file has them, else explicit
-page breaks. Comments and footnotes live in other parts and are left out.
+page breaks. Footnotes, endnotes and reviewer comments live in other parts:
+``_docx_notes`` writes them after the body, each on the page of its reference.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from documents.converters._docx_notes import NoteReferences, notes_write
 from documents.converters._mdbuild import (
     MarkdownBuilder,
     clean_inline,
@@ -74,6 +76,7 @@ class _Walker:
         self.page = 1
         self.md = MarkdownBuilder()
         self.tables = 0
+        self.notes = NoteReferences()
 
     # -- page-aware text of one paragraph -------------------------------------------------
     def _collect(self, el: etree._Element, para: _Para) -> None:
@@ -81,6 +84,15 @@ class _Walker:
             name = _local(c)
             if name == "t":
                 self._text(para, c.text or "")
+                self.notes.anchor_text(c.text or "", self.page)
+            elif name in ("footnoteReference", "endnoteReference"):
+                label = self.notes.note(name.removesuffix("Reference"), _attr(c, "id"), self.page)
+                if label:
+                    self._text(para, f"[^{label}]")
+            elif name == "commentReference":
+                self.notes.comment(_attr(c, "id"), self.page)
+            elif name in ("commentRangeStart", "commentRangeEnd"):
+                self._comment_range(c)
             elif name in ("tab", "cr"):
                 self._text(para, " ")
             elif name == "br":
@@ -100,6 +112,12 @@ class _Walker:
                     self._text(para, f" ![{clean_inline(alt)}]({_attr(c, 'name') or 'image'}) ")
             else:
                 self._collect(c, para)
+
+    def _comment_range(self, mark: etree._Element) -> None:
+        if _local(mark) == "commentRangeStart":
+            self.notes.anchor_start(_attr(mark, "id"))
+        else:
+            self.notes.anchor_end(_attr(mark, "id"))
 
     def _text(self, para: _Para, text: str) -> None:
         if para.segments and para.segments[-1][0] == self.page:
@@ -145,6 +163,7 @@ class _Walker:
         para = _Para()
         start_page = self.page
         self._collect(p, para)
+        self.notes.anchor_text(" ", self.page)  # an anchor across paragraphs reads apart
         level, marker = self._style(p)
         segments = [(page, clean_inline(text)) for page, text in para.segments]
         segments = [(page, text) for page, text in segments if text]
@@ -221,6 +240,8 @@ class _Walker:
                 self.table(c)
             elif name in ("sdt", "sdtContent", "customXml", "ins", "smartTag"):
                 self.container(c)
+            elif name in ("commentRangeStart", "commentRangeEnd"):
+                self._comment_range(c)  # a comment may span paragraphs
 
 
 def _xml(archive: zipfile.ZipFile, name: str) -> etree._Element | None:
@@ -272,7 +293,9 @@ class DocxConverter:
     """DOCX to Markdown; hostile archives are refused by ``zipguard`` before parsing."""
 
     name = "docx-markdown"
-    version = "1.1.0"  # 1.1: merged cells' text in every grid cell they cover
+    # 1.1: merged cells' text in every grid cell they cover; 1.2: footnotes, endnotes
+    # and reviewer comments in their own sections
+    version = "1.2.0"
 
     def convert(self, data: bytes) -> Conversion:
         check_zip(data)
@@ -294,9 +317,14 @@ class DocxConverter:
         rendered = any(_local(el) == "lastRenderedPageBreak" for el in body.iter())
         walker = _Walker(_styles(archive, main), rendered)
         walker.container(body)
+        notes = notes_write(
+            walker.md, walker.notes, archive, main, lambda name: _xml(archive, name)
+        )
         markdown, line_pages, _spans = walker.md.build(paged=True)
         meta = _core(archive)
-        meta.update(page_breaks_from="rendered" if rendered else "explicit", tables=walker.tables)
+        meta.update(
+            page_breaks_from="rendered" if rendered else "explicit", tables=walker.tables, **notes
+        )
         return Conversion(
             markdown=markdown,
             converter=self.name,

@@ -105,13 +105,24 @@ def test_lists_are_markdown_list_items():
     assert "Student falls ill" in md  # text-box content is included
 
 
-def test_comments_are_not_body_text():
+def test_comments_are_marked_in_their_own_section_not_in_the_body():
+    """The MANIFEST's comment strings are in the Markdown, but only under ``# Comments``."""
     md = convert("markitdown/test_files/test_with_comment.docx").markdown
-    assert "This is a test comment. 12df-321a" not in md
-    assert "Yet another comment in the doc. 55yiyi-asd09" not in md
-    assert "314b0a30-5b04-470b-b9f7-eed2c2bec74a" in md
+    body, comments = md.split("\n# Comments\n")
+    for text in (
+        "This is a test comment. 12df-321a",
+        "Yet another comment in the doc. 55yiyi-asd09",
+    ):
+        assert text not in body and "- Unknown Author, 2024-12-15T" in comments
+        assert text in comments
+    assert "314b0a30-5b04-470b-b9f7-eed2c2bec74a" in body
     rich = convert("python-docx/comments-rich-para.docx").markdown
-    assert "Some text worthy of note." in rich and "google.com" not in rich
+    body, comments = rich.split("\n# Comments\n")
+    assert "Some text worthy of note." in body and "google.com" not in body
+    assert (
+        "- Steve Canny (SJC), 2025-06-07T11:20:00Z, on “Some text worthy of note.”: "
+        "Text with hyperlink https://google.com embedded."
+    ) in comments.split("\n")
 
 
 def test_ground_truth_recall():

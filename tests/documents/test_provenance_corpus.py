@@ -385,7 +385,13 @@ def _document_texts(kind: str, data: bytes) -> list[str]:
                     out.append(el.text)
                 elif el.tag.endswith("}docPr"):
                     out.extend([el.get("descr") or "", el.get("name") or ""])
-    return [" ".join(out), "image"]
+                elif el.tag.endswith("}comment"):  # who commented and when
+                    out.extend(v for k, v in el.attrib.items() if k.endswith(_COMMENT_FACTS))
+    # the converter's own words for the notes' sections and comment lines
+    return [" ".join(out), "image", "Footnotes Endnotes Comments Reply by on unknown author"]
+
+
+_COMMENT_FACTS = ("}author", "}initials", "}date")
 
 
 # DOCX rendered page breaks: MANIFEST.tsv says '>>' ends the text before each of Word's
