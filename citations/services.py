@@ -31,6 +31,7 @@ from citations.tracing import TraceSegment, trace_emit, trace_line
 from citations.validation import validate_citations
 from documents.fulltext import ANALYZER
 from documents.models import ApiKey, Chunk
+from documents.storable_text import unstorable_character
 from retrieval.embedders import default_embedder
 from retrieval.models import VectorDatabase
 from retrieval.search import HybridSearch, SearchHit
@@ -58,6 +59,11 @@ def question_clean(question: object) -> str:
     cleaned = question.strip()
     if not cleaned:
         raise QueryRejected("'query' must not be empty", code="empty_query")
+    problem = unstorable_character(cleaned)
+    if problem:  # a web form or the command line can send what JSON parsing refuses
+        raise QueryRejected(
+            f"'query' holds {problem}, which cannot be stored as text", code="unstorable_text"
+        )
     if len(cleaned) > MAX_QUESTION_CHARS:
         raise QueryRejected(
             f"'query' is longer than {MAX_QUESTION_CHARS} characters", code="query_too_long"

@@ -21,6 +21,7 @@ from audit.events import document_event_record
 from documents import ingestion
 from documents.models import ApiKey, DataSource, File, Organization
 from documents.sniffing import UnsupportedFile, sniff
+from documents.storable_text import unstorable_character
 from documents.storage import original_delete, original_save
 
 _CHUNK = 1024 * 1024
@@ -56,7 +57,13 @@ def filename_sanitize(raw: str) -> str:
 
 
 def data_source_for(*, organization: Organization, name: str) -> DataSource:
-    source = DataSource.objects.filter(organization=organization, name=name).first()
+    # a name PostgreSQL cannot store names no data source (and cannot be queried)
+    unstorable = unstorable_character(name)
+    source = (
+        None
+        if unstorable
+        else DataSource.objects.filter(organization=organization, name=name).first()
+    )
     if source is None:
         raise UploadRejected(
             f"unknown data source {name!r}", code="unknown_data_source", param="data_source"

@@ -12,9 +12,10 @@ import html
 from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
 from django.http.multipartparser import MultiPartParserError
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import DataAndFiles, MultiPartParser
+from rest_framework.parsers import DataAndFiles, JSONParser, MultiPartParser
 
 from documents.api.errors import ApiError
+from documents.storable_text import first_unstorable
 from documents.uploads import UploadRejected, filename_sanitize
 
 
@@ -42,3 +43,21 @@ class RawNameMultiPartParser(MultiPartParser):
             ) from exc
         except MultiPartParserError as exc:
             raise ParseError(f"Multipart form parse error - {exc}") from exc
+
+
+class StorableJSONParser(JSONParser):
+    """DRF's JSON parser, refusing text PostgreSQL cannot store (see ``storable_text``)
+    with a 400 ``unstorable_text`` naming the field, before any view acts on it."""
+
+    def parse(self, stream, media_type=None, parser_context=None):  # noqa: ANN001, ANN201
+        data = super().parse(stream, media_type, parser_context)
+        found = first_unstorable(data)
+        if found is not None:
+            path, problem = found
+            where = f"'{path}'" if path else "the body"
+            raise ApiError(
+                f"{where} holds {problem}, which cannot be stored as text",
+                code="unstorable_text",
+                param=path or None,
+            )
+        return data

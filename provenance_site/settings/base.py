@@ -199,7 +199,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["documents.permissions.HasOrganization"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "documents.api.parsers.StorableJSONParser",
         "documents.api.parsers.RawNameMultiPartParser",
     ],
     "EXCEPTION_HANDLER": "documents.api.errors.json_exception_handler",
