@@ -63,7 +63,9 @@ def ledger_append(records: Sequence[models.Model]) -> list[EvidenceEntry]:
     head = EvidenceEntry.objects.order_by("-seq").values_list("entry_hash", flat=True).first()
     prev = head or GENESIS
     entries = []
-    for record in _reread(records):
+    fresh = _reread(records)
+    organizations = _organizations(fresh)
+    for record in fresh:
         table = record._meta.db_table
         content_hash = hashlib.sha256(canonical(record)).hexdigest()
         entry_hash = _entry_hash(prev, table, str(record.pk), content_hash)
@@ -74,11 +76,31 @@ def ledger_append(records: Sequence[models.Model]) -> list[EvidenceEntry]:
                 content_hash=content_hash,
                 prev_hash=prev,
                 entry_hash=entry_hash,
-                organization_id=getattr(record, "organization_id", None),
+                organization_id=organizations[(table, record.pk)],
             )
         )
         prev = entry_hash
     return EvidenceEntry.objects.bulk_create(entries)
+
+
+def _organizations(records: Sequence[models.Model]) -> dict[tuple[str, object], object]:
+    """Each record's organization, so an officer's scoped list shows the whole chain
+    of their answers: the record's own, or, for the rows of an answer (hits, quoted
+    sources, claims, traces), that of its query execution."""
+    executions = apps.get_model("citations.QueryExecution")
+    query_ids = {getattr(r, "query_id", None) for r in records if not hasattr(r, "organization_id")}
+    query_ids.discard(None)
+    of_query = dict(
+        executions.objects.filter(pk__in=query_ids).values_list("pk", "organization_id")
+    )
+    return {
+        (r._meta.db_table, r.pk): (
+            r.organization_id
+            if hasattr(r, "organization_id")
+            else of_query.get(getattr(r, "query_id", None))
+        )
+        for r in records
+    }
 
 
 def _reread(records: Sequence[models.Model]) -> list[models.Model]:

@@ -276,3 +276,67 @@ def test_a_membership_form_offers_only_people_of_ones_own_organizations(trail):
     gina = get_user_model().objects.get(username="gina")
     assert f'value="{user.pk}"' in html and f'value="{gina.pk}"' not in html
     assert "gina" not in html
+
+
+def test_an_officer_sees_every_link_of_their_answers_chain_and_none_of_others(trail, answers):
+    """Hits, quoted sources, claims and traces were chained without an organization,
+    so an officer's scoped evidence list held only answers and document events."""
+    from audit.models import EvidenceEntry
+
+    acme, globex = answers
+    rows = {
+        "citations_queryexecution": [acme.pk],
+        "citations_retrievalhit": list(acme.hits.values_list("pk", flat=True)),
+        "citations_quotedsource": list(acme.quoted_sources.values_list("pk", flat=True)),
+        "citations_claimcitation": list(acme.claim_citations.values_list("pk", flat=True)),
+        "rag_traces": list(acme.traces.values_list("pk", flat=True)),
+    }
+    assert all(rows.values()), rows
+    for table, pks in rows.items():
+        entries = EvidenceEntry.objects.filter(record_table=table, record_id__in=map(str, pks))
+        assert entries.count() == len(pks), table
+        assert set(entries.values_list("organization_id", flat=True)) == {trail.acme.pk}, table
+    assert not EvidenceEntry.objects.filter(organization_id__isnull=True).exists()
+
+    client = _officer(trail.acme)
+    shown = client.get("/admin/audit/evidenceentry/").context["cl"].queryset
+    assert set(shown.values_list("record_table", flat=True)) >= set(rows)
+    assert shown.count() == EvidenceEntry.objects.filter(organization_id=trail.acme.pk).count()
+    globex_hits = [str(pk) for pk in globex.hits.values_list("pk", flat=True)]
+    assert not shown.filter(record_table="citations_retrievalhit", record_id__in=globex_hits)
+
+
+def test_the_backfill_migration_gives_old_entries_their_answer_s_organization(trail, answers):
+    import importlib
+
+    from django.db import connection
+
+    from audit.ledger import ledger_verify
+    from audit.models import EvidenceEntry
+
+    migration = importlib.import_module(
+        "audit.migrations.0004_evidence_entries_carry_their_organization"
+    )
+    acme, globex = answers
+    with connection.cursor() as cursor:  # entries as the ledger wrote them before
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        cursor.execute(
+            "UPDATE audit_evidenceentry SET organization_id = NULL WHERE record_table <> ALL(%s)",
+            [["citations_queryexecution", "audit_documentevent"]],
+        )
+        cursor.execute("SET LOCAL session_replication_role = origin")
+    orphaned = EvidenceEntry.objects.filter(organization_id__isnull=True)
+    assert orphaned.filter(record_table="citations_retrievalhit").exists()
+    with connection.cursor() as cursor:
+        cursor.execute(migration.SQL)
+    assert not EvidenceEntry.objects.filter(organization_id__isnull=True).exists()
+    for execution, org in ((acme, trail.acme), (globex, trail.globex)):
+        hits = [str(pk) for pk in execution.hits.values_list("pk", flat=True)]
+        assert set(
+            EvidenceEntry.objects.filter(record_id__in=hits).values_list(
+                "organization_id", flat=True
+            )
+        ) == {org.pk}
+    assert ledger_verify().ok  # the scope column is outside every hash
+    with pytest.raises(Exception, match="append-only"), connection.cursor() as cursor:
+        cursor.execute("UPDATE audit_evidenceentry SET organization_id = NULL")  # trigger back on
