@@ -79,6 +79,22 @@ class _Echo:
         return value
 
 
+# a spreadsheet runs a cell starting with one of these as a formula; questions and
+# answers are anyone's text ("=HYPERLINK(...)"), so such a cell is opened with a
+# quote, as OWASP advises for CSV exports; the JSON export keeps the exact text
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def _row(values: list) -> list:
+    return [_cell(value) for value in values]
+
+
 def _base_row(execution: QueryExecution) -> list:
     return [
         execution.pk,
@@ -105,27 +121,29 @@ def csv_rows(queryset: QuerySet[QueryExecution]) -> Iterator[str]:
         base = _base_row(execution)
         sources = list(execution.quoted_sources.all())
         if not sources:
-            yield writer.writerow(base + [""] * (len(CSV_COLUMNS) - len(base)))
+            yield writer.writerow(_row(base + [""] * (len(CSV_COLUMNS) - len(base))))
         for s in sources:
             yield writer.writerow(
-                base
-                + [
-                    s.quoted_as,
-                    s.document_name,
-                    s.file_id,
-                    s.file_revision,
-                    s.file_sha256,
-                    s.page_start,
-                    s.page_end,
-                    s.line_number_start,
-                    s.line_number_end,
-                    s.section,
-                    s.chunk_id,
-                    s.chunk_hash,
-                    s.score,
-                    s.retriever_type,
-                    s.chunk_text,
-                ]
+                _row(
+                    base
+                    + [
+                        s.quoted_as,
+                        s.document_name,
+                        s.file_id,
+                        s.file_revision,
+                        s.file_sha256,
+                        s.page_start,
+                        s.page_end,
+                        s.line_number_start,
+                        s.line_number_end,
+                        s.section,
+                        s.chunk_id,
+                        s.chunk_hash,
+                        s.score,
+                        s.retriever_type,
+                        s.chunk_text,
+                    ]
+                )
             )
 
 

@@ -340,3 +340,32 @@ def test_the_backfill_migration_gives_old_entries_their_answer_s_organization(tr
     assert ledger_verify().ok  # the scope column is outside every hash
     with pytest.raises(Exception, match="append-only"), connection.cursor() as cursor:
         cursor.execute("UPDATE audit_evidenceentry SET organization_id = NULL")  # trigger back on
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        '=HYPERLINK("http://evil.example","invoices kept")',
+        "+invoices kept",
+        "-invoices kept",
+        "@SUM(1+1) invoices",
+    ],
+)
+def test_the_csv_export_never_hands_a_spreadsheet_a_formula(trail, question):
+    """A question is anyone's text: a cell starting like a formula opens with a quote,
+    while the JSON export keeps the exact question."""
+    execution = query_execute(app=trail.acme_app, question=question + " how long?")
+    client = _officer(trail.acme)
+    exported = {}
+    for action in ("export_csv", "export_json"):
+        response = client.post(
+            "/admin/citations/queryexecution/",
+            {"action": action, "_selected_action": [execution.pk]},
+        )
+        exported[action] = b"".join(response.streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(exported["export_csv"])))
+    assert rows and all(row["question"] == "'" + execution.question for row in rows)
+    assert all(
+        not value.startswith(("=", "+", "-", "@", "\t")) for r in rows for value in r.values()
+    )
+    assert json.loads(exported["export_json"])[0]["question"] == execution.question
