@@ -389,7 +389,9 @@ def query_validate(*, execution: QueryExecution) -> dict:
             [hit.payload],
             live_index_hash=database.index_hash if database else None,
             read_analyzer=database.analyzer if database else None,
+            live_embed_model=f"{database.embed_model}:{database.pooling}" if database else None,
             revisions={str(chunk.pk): revision_label(chunk.file.revision, chunk.file.sha256)},
+            spans={str(chunk.pk): (chunk.char_start, chunk.char_end)},
         )
         results.append({"segment": claim.segment, "result": code, "snippet_id": str(chunk.pk)})
     status = next((r["result"] for r in results if r["result"] != "ok"), "ok")

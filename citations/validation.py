@@ -2,15 +2,24 @@
 
 Return codes: ``ok``, ``empty_citations``, ``missing_<field>``, ``bad_offsets``,
 ``cross_section_reuse``, ``missing_score``, ``mismatch_index_hash``,
-``analyzer_mismatch`` and ``revision_mismatch`` (the revision lock).
+``analyzer_mismatch``, and three of ours: ``revision_mismatch`` (the revision
+lock), ``embed_model_mismatch`` (the payload's model is not the live index's)
+and ``invalid_<field>`` (a field of the wrong type or range: ``"tokens": "many"``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 from citations.payload import REQUIRED_FIELDS
+
+_TEXT_FIELDS = tuple(f for f in REQUIRED_FIELDS if f not in ("offsets", "tokens"))
+# whole numbers of at least 0, and numbers (``score_norm`` also within 0..1)
+_COUNTS = ("tokens", "page", "k_pos", "k_final")
+_SCORES = ("score_raw", "score_norm", "rerank_score")
+UNITS = ("char", "token")
 
 RETURN_CODES = (
     "ok",
@@ -21,16 +30,50 @@ RETURN_CODES = (
     "mismatch_index_hash",
     "analyzer_mismatch",
     "revision_mismatch",
-) + tuple(f"missing_{field}" for field in REQUIRED_FIELDS)
+    "embed_model_mismatch",
+    *(f"missing_{field}" for field in REQUIRED_FIELDS),
+    *(f"invalid_{field}" for field in (*_TEXT_FIELDS, *_COUNTS, *_SCORES)),
+)
 
 
-def _offsets_ok(offsets: Any, unit: str | None) -> bool:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _invalid_field(item: Mapping[str, Any]) -> str | None:
+    """The first field whose value has the wrong type or range (absent optional
+    fields and null optional values are fine)."""
+    for field in _TEXT_FIELDS:
+        if not isinstance(item[field], str):
+            return field
+    for field in _COUNTS:
+        value = item.get(field)
+        if (field == "tokens" or value is not None) and not (_is_int(value) and value >= 0):
+            return field
+    for field in _SCORES:
+        value = item.get(field)
+        if value is not None and (not isinstance(value, Real) or isinstance(value, bool)):
+            return field
+    norm = item.get("score_norm")
+    if norm is not None and not 0 <= norm <= 1:
+        return "score_norm"
+    return None
+
+
+def _offsets_ok(offsets: Any, unit: str | None, span: tuple[int, int] | None) -> bool:
+    """``start < end``, of a known unit, the run's unit; inside ``span`` (the stored
+    chunk's character range) when the snippet is known, whose unit is ``char``."""
     if not isinstance(offsets, Mapping):
         return False
     start, end = offsets.get("start"), offsets.get("end")
-    if not isinstance(start, int) or not isinstance(end, int) or isinstance(start, bool):
+    if not _is_int(start) or not _is_int(end):
         return False
-    return 0 <= start < end and offsets.get("unit", "char") == (unit or offsets.get("unit", "char"))
+    own_unit = offsets.get("unit", "char")
+    if own_unit not in UNITS or own_unit != (unit or own_unit) or not 0 <= start < end:
+        return False
+    if span is not None:
+        return own_unit == "char" and span[0] <= start and end <= span[1]
+    return True
 
 
 def validate_citations(
@@ -40,11 +83,14 @@ def validate_citations(
     live_index_hash: str | None = None,
     read_analyzer: str | None = None,
     revisions: Mapping[str, str] | None = None,
+    live_embed_model: str | None = None,
+    spans: Mapping[str, tuple[int, int]] | None = None,
 ) -> str:
     """The first rule a citation list breaks, or ``ok``.
 
-    ``live_index_hash``/``read_analyzer`` are the read path's values;
-    ``revisions`` maps snippet ids to the revision that produced them.
+    ``live_index_hash``/``read_analyzer``/``live_embed_model`` are the read path's
+    values; ``revisions`` maps snippet ids to the revision that produced them and
+    ``spans`` to their stored character ranges.
     """
     if not items:
         return "empty_citations"
@@ -60,8 +106,11 @@ def validate_citations(
         for field in REQUIRED_FIELDS:
             if field not in item or item[field] is None:
                 return f"missing_{field}"
-        if not _offsets_ok(item["offsets"], unit):
+        if not _offsets_ok(item["offsets"], unit, (spans or {}).get(str(item["snippet_id"]))):
             return "bad_offsets"
+        invalid = _invalid_field(item)
+        if invalid:
+            return f"invalid_{invalid}"
         if not allow_cross_section and item["section_id"] != section:
             return "cross_section_reuse"
         if item.get("score_raw") is None and item.get("score_norm") is None:
@@ -70,6 +119,8 @@ def validate_citations(
             return "mismatch_index_hash"
         if read_analyzer is not None and item["analyzer"] != read_analyzer:
             return "analyzer_mismatch"
+        if live_embed_model is not None and item["embed_model"] != live_embed_model:
+            return "embed_model_mismatch"
         if revisions is not None and revisions.get(str(item["snippet_id"])) != item["rev"]:
             return "revision_mismatch"
     return "ok"

@@ -183,7 +183,10 @@ class CitationValidateOutput(serializers.Serializer):
     result = serializers.CharField(
         help_text="ok, or the first rule broken: empty_citations, missing_snippet_id, "
         "missing_<field>, bad_offsets, cross_section_reuse, missing_score, "
-        "mismatch_index_hash, analyzer_mismatch or revision_mismatch"
+        "mismatch_index_hash, analyzer_mismatch, revision_mismatch, embed_model_mismatch "
+        "or invalid_<field> (a field of the wrong type or range); a snippet of the caller's "
+        "organization is also checked against the live index: its offsets must lie inside "
+        "the stored chunk, in characters"
     )
 
 

@@ -24,6 +24,7 @@ from citations.api.serializers import (
     query_execution_output,
     quoted_source_output,
 )
+from citations.payload import revision_label
 from citations.services import QueryRejected, query_execute, query_validate
 from citations.validation import validate_citations
 from documents.api.errors import ApiError, error_responses
@@ -136,21 +137,30 @@ class CitationValidateView(APIView):
         items = request.data.get("citations") if isinstance(request.data, dict) else None
         if not isinstance(items, list):
             raise ValidationError({"citations": "a list of citation payloads is required"})
-        allow_cross = bool(request.data.get("allow_cross_section", False))
+        allow_cross = request.data.get("allow_cross_section", False)
+        if not isinstance(allow_cross, bool):  # "false" is a string, and truthy
+            raise ApiError(
+                "'allow_cross_section' must be true or false",
+                code="invalid_allow_cross_section",
+                param="allow_cross_section",
+            )
         ids = [str(i.get("snippet_id")) for i in items if isinstance(i, dict)]
         chunks = _chunks_of(organization_of(request), ids)
-        live_hashes = {c.vector_database.index_hash for c in chunks.values()}
-        analyzers = {c.vector_database.analyzer for c in chunks.values()}
-        from citations.payload import revision_label
+        databases = {c.vector_database_id: c.vector_database for c in chunks.values()}
+        live_hashes = {d.index_hash for d in databases.values()}
+        analyzers = {d.analyzer for d in databases.values()}
+        models = {f"{d.embed_model}:{d.pooling}" for d in databases.values()}
 
         result = validate_citations(
             items,
             allow_cross_section=allow_cross,
             live_index_hash=live_hashes.pop() if len(live_hashes) == 1 else None,
             read_analyzer=analyzers.pop() if len(analyzers) == 1 else None,
+            live_embed_model=models.pop() if len(models) == 1 else None,
             revisions={
                 k: revision_label(c.file.revision, c.file.sha256) for k, c in chunks.items()
             },
+            spans={k: (c.char_start, c.char_end) for k, c in chunks.items()},
         )
         return Response({"result": result})
 

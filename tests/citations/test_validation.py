@@ -67,6 +67,19 @@ def test_a_real_payload_is_ok(payloads):
         (lambda items: [{**items[0], "score_raw": None, "score_norm": None}], "missing_score"),
         (lambda items: [{**items[0], "index_hash": "0" * 64}], "mismatch_index_hash"),
         (lambda items: [{**items[0], "analyzer": "simple"}], "analyzer_mismatch"),
+        (
+            lambda items: [{**items[0], "offsets": {**items[0]["offsets"], "unit": "page"}}],
+            "bad_offsets",
+        ),
+        (lambda items: [{**items[0], "tokens": "many"}], "invalid_tokens"),
+        (lambda items: [{**items[0], "tokens": True}], "invalid_tokens"),
+        (lambda items: [{**items[0], "k_pos": "one"}], "invalid_k_pos"),
+        (lambda items: [{**items[0], "k_final": -1}], "invalid_k_final"),
+        (lambda items: [{**items[0], "score_raw": "high"}], "invalid_score_raw"),
+        (lambda items: [{**items[0], "score_norm": 1.5}], "invalid_score_norm"),
+        (lambda items: [{**items[0], "page": 2.5}], "invalid_page"),
+        (lambda items: [{**items[0], "section_id": ["a", "b"]}], "invalid_section_id"),
+        (lambda items: [{**items[0], "embed_model": 7}], "invalid_embed_model"),
     ],
 )
 def test_each_broken_rule_returns_its_code(payloads, mutate, code):
@@ -110,6 +123,43 @@ def test_rest_validator_checks_against_the_live_index(library, payloads):
         format="json",
     )
     assert locked.json() == {"result": "revision_mismatch"}
+    # what only the live index knows: the stored chunk's span and the index's model
+    start, end = items[0]["offsets"]["start"], items[0]["offsets"]["end"]
+    for offsets, result in (
+        ({"start": start, "end": end, "unit": "char"}, "ok"),
+        ({"start": start + 1, "end": end - 1, "unit": "char"}, "ok"),  # a quote inside it
+        ({"start": 0, "end": 1_000_000_000, "unit": "char"}, "bad_offsets"),
+        ({"start": start, "end": end + 1, "unit": "char"}, "bad_offsets"),
+        ({"start": 0, "end": 10, "unit": "token"}, "bad_offsets"),  # the store issued chars
+    ):
+        answer = client.post(
+            "/v1/citations/validate",
+            {"citations": [{**items[0], "offsets": offsets}]},
+            format="json",
+        )
+        assert answer.json() == {"result": result}, offsets
+    other_model = client.post(
+        "/v1/citations/validate",
+        {"citations": [{**items[0], "embed_model": "other"}]},
+        format="json",
+    )
+    assert other_model.json() == {"result": "embed_model_mismatch"}
+    cross = [items[0], {**items[0], "section_id": items[0]["section_id"] + " > other"}]
+    for flag in ("false", "0", "yes", 0, None, [False]):
+        refused = client.post(
+            "/v1/citations/validate",
+            {"citations": cross, "allow_cross_section": flag},
+            format="json",
+        )
+        assert refused.status_code == 400, flag
+        assert refused.json()["error"]["code"] == "invalid_allow_cross_section"
+    for flag, result in ((False, "cross_section_reuse"), (True, "ok")):
+        answer = client.post(
+            "/v1/citations/validate",
+            {"citations": cross, "allow_cross_section": flag},
+            format="json",
+        )
+        assert answer.json() == {"result": result}, flag
     bad = client.post("/v1/citations/validate", {"citations": "nope"}, format="json")
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "citations"
     assert (
