@@ -45,7 +45,8 @@ class QueryExecutionsView(_AppView):
     """Ask the app a question; the answer carries ``[n]`` references."""
 
     @extend_schema(
-        request=QueryInput, responses={201: QueryExecutionOutput, **error_responses(400, 404)}
+        request=QueryInput,
+        responses={201: QueryExecutionOutput, **error_responses(400, 404, 415)},
     )
     def post(self, request: Request, llm_app_id: str) -> Response:
         app = self.app(request, llm_app_id)
@@ -131,7 +132,7 @@ class CitationValidateView(APIView):
 
     @extend_schema(
         request=CitationValidateInput,
-        responses={200: CitationValidateOutput, **error_responses(400)},
+        responses={200: CitationValidateOutput, **error_responses(400, 415)},
     )
     def post(self, request: Request) -> Response:
         items = request.data.get("citations") if isinstance(request.data, dict) else None

@@ -69,7 +69,9 @@ class _View(APIView):
 class ThreadsView(_View):
     """Create a thread, optionally with its first messages."""
 
-    @extend_schema(request=ThreadCreateInput, responses={200: ThreadObject, **error_responses(400)})
+    @extend_schema(
+        request=ThreadCreateInput, responses={200: ThreadObject, **error_responses(400, 415)}
+    )
     def post(self, request: Request) -> Response:
         body, key = _body(request), _api_key(request)
         thread = services.thread_create(
@@ -106,7 +108,8 @@ class MessagesView(_View):
         return Response(list_output(page.items, page.has_more, message_output))
 
     @extend_schema(
-        request=MessageCreateInput, responses={200: MessageObject, **error_responses(400, 404)}
+        request=MessageCreateInput,
+        responses={200: MessageObject, **error_responses(400, 404, 415)},
     )
     def post(self, request: Request, thread_id: str) -> Response:
         body = _body(request)
@@ -140,7 +143,9 @@ class RunsView(_View):
         page = selectors.page_of(runs, **params.as_kwargs())
         return Response(list_output(page.items, page.has_more, run_output))
 
-    @extend_schema(request=RunCreateInput, responses={200: RunObject, **error_responses(400, 404)})
+    @extend_schema(
+        request=RunCreateInput, responses={200: RunObject, **error_responses(400, 404, 415)}
+    )
     def post(self, request: Request, thread_id: str) -> Response:
         body = _body(request)
         thread = self.thread(request, thread_id)

@@ -53,7 +53,7 @@ def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
         404: "not found, or another organization's",
         409: "the resource is not in a state that allows this",
         413: "the upload is too large",
-        415: "the file's type is not supported",
+        415: "the uploaded file's type, or the request body's media type, is not supported",
     }
     codes = sorted({*statuses, 401, 403})
     return {code: OpenApiResponse(ErrorOutput, description=described[code]) for code in codes}
@@ -67,12 +67,16 @@ def _message(detail: Any) -> str:
     return str(detail)
 
 
+_DJANGO_CODES = {404: "not_found", 403: "permission_denied"}
+
+
 def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     response = exception_handler(exc, context)
     if response is None:
         return None
     param = getattr(exc, "param", None)
-    code = getattr(exc, "default_code", "error")
+    # Django's Http404 and PermissionDenied carry no code: name them as DRF's would
+    code = getattr(exc, "default_code", _DJANGO_CODES.get(response.status_code, "error"))
     if isinstance(exc, exceptions.APIException):
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else code

@@ -21,7 +21,7 @@ from documents.api.serializers import (
     FileUploadInput,
     FileUploadOutput,
 )
-from documents.models import ApiKey
+from documents.models import ApiKey, FileStatus
 from documents.storage import original_open
 from documents.tenancy import organization_of
 from documents.uploads import UploadRejected, data_source_for, file_upload
@@ -75,7 +75,7 @@ class FileDetailView(APIView):
 
     @extend_schema(
         request=FileDeleteInput,
-        responses={200: FileOutput, **error_responses(400, 404, 409)},
+        responses={200: FileOutput, **error_responses(400, 404, 409, 415)},
     )
     def delete(self, request: Request, file_id: str) -> Response:
         """Hide the document from retrieval (all revisions); evidence and bytes stay."""
@@ -133,6 +133,12 @@ class FileMarkdownView(APIView):
     def get(self, request: Request, file_id: str) -> Response:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
         markdown = selectors.markdown_active(file=record)
+        if markdown is None and record.status == FileStatus.FAILED:
+            raise ApiError(
+                f"the file has no Markdown: its ingestion failed ({record.error_message})",
+                code="ingestion_failed",
+                status_code=409,
+            )
         if markdown is None:
             raise ApiError(
                 f"the file is not ingested yet (status: {record.status})",

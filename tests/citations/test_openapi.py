@@ -173,8 +173,19 @@ def test_error_responses_validate_against_the_schema(schema, library):
     bad = client.post(f"/semantics/apps/{app}/query-executions", {"q": 1}, format="json")
     assert bad.status_code == 400
     _check(schema, bad, path, "post")
+    for body, content_type in (
+        ("query=leave", "application/x-www-form-urlencoded"),
+        ("leave", "text/plain"),
+    ):
+        unsupported = client.post(
+            f"/semantics/apps/{app}/query-executions", body, content_type=content_type
+        )
+        assert unsupported.status_code == 415
+        assert unsupported.json()["error"]["code"] == "unsupported_media_type"
+        _check(schema, unsupported, path, "post")
     missing = client.get(f"/v1/flow/files/{unknown}")
     assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
     _check(schema, missing, "/v1/flow/files/{file_id}", "get")
     anonymous = APIClient()
     anonymous.credentials(HTTP_AUTHORIZATION="Bearer pk_not_a_key")

@@ -81,6 +81,8 @@ def _assert_error_shape(response, status: int) -> dict:  # noqa: ANN001
     assert set(body) == {"error"}, body
     assert set(body["error"]) == {"message", "type", "param", "code"}, body
     assert isinstance(body["error"]["message"], str) and body["error"]["message"].strip()
+    if status == 404:  # the code the thread endpoints give too (it was "error")
+        assert body["error"]["code"] == "not_found", body
     return body["error"]
 
 
@@ -290,8 +292,12 @@ def test_markdown_of_a_failed_file_is_a_409_conflict(celery_worker, corpus):
     error = _assert_error_shape(
         _client(factories.api_key(org)).get(f"/v1/flow/files/{record.pk}/markdown"), 409
     )
-    assert error["type"] == "conflict_error" and error["code"] == "not_ready"
-    assert "failed" in error["message"]
+    assert error["type"] == "conflict_error" and error["code"] == "ingestion_failed"
+    assert (
+        error["message"]
+        == f"the file has no Markdown: its ingestion failed ({record.error_message})"
+    )
+    assert "encrypted" in error["message"]
 
 
 @pytest.mark.django_db(transaction=False)
