@@ -31,6 +31,7 @@ from citations.models import (
     RetrievalHit,
 )
 from citations.services import query_validate
+from citations.validation import later_meaning
 from documents.admin_scoping import (
     EvidenceAdmin,
     OrganizationScopedAdmin,
@@ -243,13 +244,15 @@ def evidence_context(execution: QueryExecution) -> dict:
         source.chunk_admin_url = reverse("admin:documents_chunk_change", args=[source.chunk_id])
         source.file_admin_url = reverse("admin:documents_file_change", args=[source.file_id])
         source.download_url = reverse("admin:documents_file_download", args=[source.file_id])
+    validation = query_validate(execution=execution)
     return {
         "execution": execution,
         "answer_html": _answer_with_links(execution),
         "sources": sources,
         "claims": claims,
         "hits": hits,
-        "validation": query_validate(execution=execution),
+        "validation": validation,
+        "validation_meaning": later_meaning(validation["result"]),
         "chain_status": _chain_status(execution),
         "report_url": reverse("admin:citations_queryexecution_report", args=[execution.pk]),
     }

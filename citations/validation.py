@@ -36,6 +36,31 @@ RETURN_CODES = (
 )
 
 
+# what a result means for an answer given earlier, re-checked against the live
+# index: for a compliance officer reading a past answer (the evidence itself, as
+# recorded and chained, does not change)
+LATER_MEANINGS = {
+    "ok": "the cited chunks, revisions and index are still those the answer used.",
+    "empty_citations": "the answer cites nothing: nothing relevant was found.",
+    "mismatch_index_hash": (
+        "documents were added, changed or deleted in the index since this answer: "
+        "expected for any older answer. The evidence recorded here is unchanged; asking "
+        "again answers from the current documents."
+    ),
+    "revision_mismatch": (
+        "a quoted document has a newer revision since this answer; the quoted revision "
+        "and its original bytes stay stored and downloadable."
+    ),
+    "analyzer_mismatch": "the full-text search configuration changed since this answer.",
+    "embed_model_mismatch": "the embedding model of the index changed since this answer.",
+}
+
+
+def later_meaning(result: str) -> str:
+    """``LATER_MEANINGS`` for ``result``; other codes mean a broken payload."""
+    return LATER_MEANINGS.get(result, "the recorded citation payload breaks a rule: see the code.")
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -61,6 +61,7 @@ def test_the_answer_page_shows_the_whole_chain(trail, answers):
         "k_pos",
         "score_norm",
         "at answer time: <b>ok</b>",
+        "the cited chunks, revisions and index are still those the answer used.",
         "intact",
         acme.caller,
         f"/admin/documents/chunk/{source.chunk_id}/change/",
@@ -369,3 +370,14 @@ def test_the_csv_export_never_hands_a_spreadsheet_a_formula(trail, question):
         not value.startswith(("=", "+", "-", "@", "\t")) for r in rows for value in r.values()
     )
     assert json.loads(exported["export_json"])[0]["question"] == execution.question
+
+
+def test_every_later_validation_result_is_explained_to_an_officer():
+    """An older answer reads ``mismatch_index_hash`` after any upload: the page says
+    what that means instead of leaving it to alarm the reader."""
+    from citations.validation import LATER_MEANINGS, RETURN_CODES, later_meaning
+
+    assert set(LATER_MEANINGS) <= set(RETURN_CODES)
+    assert "expected for any older answer" in later_meaning("mismatch_index_hash")
+    assert "original bytes stay stored" in later_meaning("revision_mismatch")
+    assert later_meaning("bad_offsets").startswith("the recorded citation payload breaks a rule")
