@@ -11,6 +11,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 
+import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
@@ -162,9 +163,24 @@ def _answer(
     retrieved = _retrieve(app, search.finish(vector))
     passages = [Passage(i, r.chunk.chunk_text, r.hit.score_norm) for i, r in enumerate(retrieved)]
     generator = generator_for(app)
-    claims = generator.generate(question=question, question_vector=vector, passages=passages)
+    answer_vector = _answer_vector(embedder, question, vector) if context else vector
+    claims = generator.generate(question=question, question_vector=answer_vector, passages=passages)
     composition = compose(claims)
     _record(execution, retrieved, composition, index_hash, embed_model, analyzer, started)
+
+
+# how much the conversation counts, beside the latest question, when sentences are
+# chosen for a follow-up's answer
+CONTEXT_WEIGHT = 0.5
+
+
+def _answer_vector(embedder: object, question: str, conversation: list[float]) -> list[float]:
+    """What a follow-up's sentences are compared with: the latest question, steered by
+    the conversation. Retrieval uses the whole conversation ("its retention period"
+    needs it), but sentences compared with it alone answer the earlier question again
+    ("What about travel?" after an invoice question quoted the invoice rule)."""
+    blend = np.asarray(embedder.embed_query(question)) + CONTEXT_WEIGHT * np.asarray(conversation)
+    return (blend / max(float(np.linalg.norm(blend)), 1e-12)).tolist()
 
 
 def _retrieve(app: App, hits: list[SearchHit]) -> list[_Retrieved]:

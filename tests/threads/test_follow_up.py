@@ -81,3 +81,29 @@ def test_it_answers_the_same_follow_up_for_the_policy_each_thread_discusses(
             "[1]",
             str(tenant.files[document].pk),
         )
+
+
+HANDBOOK = (
+    "# Handbook\n\n## Retention\n\nInvoices are kept for seven years after the fiscal year.\n\n"
+    "## Leave\n\nEmployees receive twenty-five days of paid leave per year.\n\n"
+    "## Travel\n\nTrains are preferred over flights for trips shorter than four hours.\n"
+)
+
+
+def test_a_follow_up_on_another_topic_is_answered_on_that_topic(celery_worker, live_server):
+    """The conversation steers retrieval, but the answer is chosen for the latest
+    question: "What about travel?" after an invoice question quotes the travel rule,
+    not the invoice sentence again (it did: the sentences were compared with the
+    whole conversation's vector)."""
+    tenant = tenant_with("Acme", {"handbook.md": HANDBOOK.encode()})
+    client = openai.OpenAI(api_key=tenant.key, base_url=f"{live_server.url}/v1", max_retries=0)
+    thread = client.beta.threads.create()
+    first = _ask(client, thread.id, str(tenant.app.pk), "How long are invoices kept?")
+    assert "seven years" in first.content[0].text.value
+    for follow_up, expected in (
+        ("What about travel?", "Trains are preferred over flights"),
+        ("And leave?", "twenty-five days of paid leave"),
+    ):
+        answer = _ask(client, thread.id, str(tenant.app.pk), follow_up).content[0].text.value
+        assert expected in answer, (follow_up, answer)
+        assert "seven years" not in answer, (follow_up, answer)
