@@ -156,10 +156,19 @@ class FileAdmin(EvidenceAdmin):
     )
     def retry_failed(self, request: HttpRequest, queryset: QuerySet[File]) -> None:
         failed = list(queryset.filter(status=FileStatus.FAILED))
+        hopeless = [record for record in failed if not ingestion.retry_can_help(record)]
         for record in failed:
-            ingestion.file_retry(file=record)
-        level = messages.SUCCESS if failed else messages.WARNING
-        self.message_user(request, f"{len(failed)} file(s) queued again", level)
+            if record not in hopeless:
+                ingestion.file_retry(file=record)
+        queued = len(failed) - len(hopeless)
+        level = messages.SUCCESS if queued else messages.WARNING
+        note = (
+            f"; {len(hopeless)} not: the current converter refuses their bytes for good "
+            "(upload corrected files)"
+            if hopeless
+            else ""
+        )
+        self.message_user(request, f"{queued} file(s) queued again{note}", level)
 
     @admin.action(
         description="Convert the selected files again with the current converter",

@@ -76,8 +76,9 @@ def _advance(file_id: str, *, to: str, **fields: object) -> None:
     )
 
 
-def file_fail(*, file_id: str, reason: str) -> None:
+def file_fail(*, file_id: str, reason: str, refused_by: str = "") -> None:
     """End ingestion with a reason a person can act on; the bytes stay stored.
+    ``refused_by`` names the converter that refuses these bytes for good.
 
     A file converted again (:func:`file_reconvert`) still has its published
     Markdown and chunks: it goes back to ``ready`` on them, with the reason."""
@@ -87,7 +88,7 @@ def file_fail(*, file_id: str, reason: str) -> None:
         message = f"converting again failed; the previous conversion stays in use: {reason}"
         _ready_on(file_id, active, error_message=message[:2000])
         return
-    _advance(file_id, to=FileStatus.FAILED, error_message=reason[:2000])
+    _advance(file_id, to=FileStatus.FAILED, error_message=reason[:2000], refused_by=refused_by)
 
 
 def _ready_on(file_id: str, markdown: DocumentMarkdown, **fields: object) -> None:
@@ -112,10 +113,25 @@ def file_convert(*, file_id: str) -> bool:
     try:
         conversion = _convert(data, record.kind)
     except ConversionError as exc:
-        file_fail(file_id=file_id, reason=exc.reason)
+        refused_by = converter_label(record.kind) if exc.permanent else ""
+        file_fail(file_id=file_id, reason=exc.reason, refused_by=refused_by)
         return False
     _markdown_store(record, conversion)
     return True
+
+
+def converter_label(kind: str) -> str:
+    """``name version`` of the converter that reads ``kind`` now."""
+    from documents.converters import converter_for
+
+    converter = converter_for(kind)
+    return f"{converter.name} {converter.version}"
+
+
+def retry_can_help(file: File) -> bool:
+    """A failed file is worth retrying unless the current converter refused its bytes
+    for good (a newer converter version may read them)."""
+    return file.status == FileStatus.FAILED and file.refused_by != converter_label(file.kind)
 
 
 def _convert(data: bytes, kind: str) -> Conversion:
@@ -136,7 +152,11 @@ def _convert(data: bytes, kind: str) -> Conversion:
 @transaction.atomic
 def _markdown_store(record: File, conversion: Conversion) -> None:
     if not conversion.markdown[conversion.body_start :].strip():
-        file_fail(file_id=str(record.pk), reason="the document contains no text")
+        file_fail(
+            file_id=str(record.pk),
+            reason="the document contains no text",
+            refused_by=f"{conversion.converter} {conversion.converter_version}",
+        )
         return
     published = DocumentMarkdown.objects.filter(
         file=record,
@@ -463,6 +483,7 @@ def _requeue(file: File, *, queue: str | None = None, **still: object) -> bool:
     updated = File.objects.filter(pk=file.pk, **still).update(
         status=FileStatus.PENDING,
         error_message="",
+        refused_by="",
         lease_expires_at=None,
         progress_done=0,
         progress_total=0,

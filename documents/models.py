@@ -143,6 +143,9 @@ class File(models.Model):
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
     error_message = models.TextField(blank=True, default="")
+    # "name version" of the converter that refused these bytes for good (encrypted,
+    # no text layer, malformed): retrying with it cannot help, a newer one may
+    refused_by = models.CharField(max_length=120, blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     uploaded_by = models.ForeignKey(

@@ -13,11 +13,17 @@ from typing import Any, Protocol
 
 
 class ConversionError(Exception):
-    """A file that cannot be converted; ``reason`` is shown to the user as is."""
+    """A file that cannot be converted; ``reason`` is shown to the user as is.
 
-    def __init__(self, reason: str) -> None:
+    ``permanent``: the same converter refuses these bytes every time (encrypted,
+    no text layer, malformed), so retrying cannot help; a time or memory limit
+    reached, or a crashed parser, may pass on another try.
+    """
+
+    def __init__(self, reason: str, *, permanent: bool = True) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.permanent = permanent
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ def convert_isolated(
             )
         except subprocess.TimeoutExpired as exc:  # run() has already killed the child
             raise ConversionError(
-                f"conversion took longer than {timeout_text} s and was stopped"
+                f"conversion took longer than {timeout_text} s and was stopped", permanent=False
             ) from exc
         stderr = proc.stderr.decode("utf-8", errors="replace")
         result = None
@@ -79,18 +79,24 @@ def convert_isolated(
         return Conversion.from_json(result["ok"])
     memory = f"conversion needed more than {memory_mb} MB of memory"
     if result is not None and "error" in result:
-        raise ConversionError(memory if result["error"] == _MEMORY else result["error"])
+        if result["error"] == _MEMORY:
+            raise ConversionError(memory, permanent=False)
+        raise ConversionError(result["error"], permanent=result.get("permanent", True))
     code = proc.returncode
     if code == -signal.SIGXCPU:
-        raise ConversionError(f"conversion took longer than {timeout_text} s and was stopped")
+        raise ConversionError(
+            f"conversion took longer than {timeout_text} s and was stopped", permanent=False
+        )
     if code == -signal.SIGKILL or any(
         m in stderr for m in ("MemoryError", "bad_alloc", "Cannot allocate memory")
     ):
-        raise ConversionError(memory)
+        raise ConversionError(memory, permanent=False)
     if code is not None and code < 0:
-        raise ConversionError(f"the parser crashed (signal {-code})")
+        raise ConversionError(f"the parser crashed (signal {-code})", permanent=False)
     tail = stderr.strip().splitlines()[-1:] or [f"exit status {code}"]
-    raise ConversionError(f"could not read this {_KIND_NAMES.get(kind, kind)} file: {tail[0]}")
+    raise ConversionError(
+        f"could not read this {_KIND_NAMES.get(kind, kind)} file: {tail[0]}", permanent=False
+    )
 
 
 def _child(kind: str, src: str, out: str) -> int:
@@ -102,12 +108,14 @@ def _child(kind: str, src: str, out: str) -> int:
     try:
         payload = {"ok": converter_for(kind).convert(data).to_json()}
     except ConversionError as exc:
-        payload = {"error": exc.reason}
+        payload = {"error": exc.reason, "permanent": exc.permanent}
     except MemoryError:
         payload = {"error": _MEMORY}
-    except Exception as exc:  # anything else: a readable reason, not a traceback
+    except Exception as exc:  # anything else: a readable reason, not a traceback; it may
+        # be the machine's (an import failing under the memory limit): worth a retry
         payload = {
-            "error": f"could not read this {_KIND_NAMES.get(kind, kind)} file: {exc}".rstrip(": ")
+            "error": f"could not read this {_KIND_NAMES.get(kind, kind)} file: {exc}".rstrip(": "),
+            "permanent": False,
         }
     Path(out).write_text(json.dumps(payload), "utf-8")
     return 0

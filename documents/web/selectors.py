@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 
+from documents.ingestion import retry_can_help
 from documents.models import IN_PROGRESS_STATUSES, DataSource, File, Organization
 from documents.web.progress import Progress, file_progress
 
@@ -17,6 +18,7 @@ FILES_PER_PAGE = 50
 class FileRow:
     file: File
     progress: Progress
+    retry_can_help: bool = False
 
 
 def library_page(*, organization: Organization, number: str | int | None) -> Page:
@@ -27,7 +29,7 @@ def library_page(*, organization: Organization, number: str | int | None) -> Pag
         .order_by("-created_at", "name", "-revision")
     )
     page = Paginator(files, FILES_PER_PAGE).get_page(number)
-    page.object_list = [FileRow(f, file_progress(f)) for f in page.object_list]
+    page.object_list = [FileRow(f, file_progress(f), retry_can_help(f)) for f in page.object_list]
     return page
 
 

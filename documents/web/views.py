@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from documents import selectors
-from documents.ingestion import file_retry
+from documents.ingestion import file_retry, retry_can_help
 from documents.models import FileStatus
 from documents.uploads import UploadRejected, data_source_for, file_upload
 from documents.web.access import MemberRequest, member_required
@@ -81,6 +81,13 @@ def retry(request: MemberRequest, file_id: str) -> HttpResponse:
     record = selectors.file_get(organization=request.organization, file_id=file_id)
     if record.status != FileStatus.FAILED:
         messages.info(request, f"{record.name} has not failed: nothing to retry.")
+        return _back_to_library()
+    if not retry_can_help(record):
+        messages.error(
+            request,
+            f"Retrying {record.name} cannot help: {record.refused_by} refuses these bytes "
+            f"({record.error_message}). Upload a corrected file.",
+        )
         return _back_to_library()
     file_retry(file=record)
     messages.success(request, f"{record.name} (revision {record.revision}) is queued again.")

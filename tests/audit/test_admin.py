@@ -20,6 +20,7 @@ from citations.services import query_execute
 from documents.converters import converter_for
 from documents.fulltext import ANALYZER
 from documents.models import DocumentMarkdown, File, OrganizationMember
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -381,3 +382,25 @@ def test_every_later_validation_result_is_explained_to_an_officer():
     assert "expected for any older answer" in later_meaning("mismatch_index_hash")
     assert "original bytes stay stored" in later_meaning("revision_mismatch")
     assert later_meaning("bad_offsets").startswith("the recorded citation payload breaks a rule")
+
+
+def test_retry_skips_files_the_current_converter_refuses_for_good(trail):
+    from documents import ingestion
+
+    source = trail.handbook.data_source
+    refused = factories.upload(source, "locked.md", b"# Locked\n").file
+    crashed = factories.upload(source, "crashed.md", b"# Crashed\n").file
+    File.objects.filter(pk=refused.pk).update(
+        status="failed", error_message="encrypted", refused_by=ingestion.converter_label("markdown")
+    )
+    File.objects.filter(pk=crashed.pk).update(status="failed", error_message="the parser crashed")
+    response = _operator(trail.acme).post(
+        "/admin/documents/file/",
+        {"action": "retry_failed", "_selected_action": [refused.pk, crashed.pk]},
+        follow=True,
+    )
+    assert "1 file(s) queued again; 1 not: the current converter refuses their bytes" in (
+        response.content.decode()
+    )
+    assert File.objects.get(pk=crashed.pk).status == "pending"
+    assert File.objects.get(pk=refused.pk).status == "failed"

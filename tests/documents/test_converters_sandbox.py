@@ -53,13 +53,25 @@ def test_crash_by_signal_is_reported(monkeypatch):
         convert_isolated(b"{}", "json")
 
 
-def test_conversion_errors_keep_their_reason():
-    with pytest.raises(ConversionError, match="encrypted"):
+def test_conversion_errors_keep_their_reason_and_whether_retrying_can_help():
+    with pytest.raises(ConversionError, match="encrypted") as refused:
         convert_isolated(
             (CORPUS / "hostile/py-pdf/libreoffice-writer-password.pdf").read_bytes(), "pdf"
         )
-    with pytest.raises(ConversionError, match=r"invalid JSON at line 1"):
+    assert refused.value.permanent  # the same converter refuses the same bytes every time
+    with pytest.raises(ConversionError, match=r"invalid JSON at line 1") as invalid:
         convert_isolated((CORPUS / "hostile/qpdf/truncated.json").read_bytes(), "json")
+    assert invalid.value.permanent
+    for limits in ({"timeout_s": 0.001}, {"memory_mb": 64}):
+        with pytest.raises(ConversionError) as limited:
+            convert_isolated(
+                (
+                    CORPUS / "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
+                ).read_bytes(),
+                "pdf",
+                **limits,
+            )
+        assert not limited.value.permanent, limited.value.reason  # may pass with more room
     with pytest.raises(ConversionError, match="no converter"):
         convert_isolated(b"x", "exe")
 

@@ -113,20 +113,48 @@ def test_it_refuses_an_upload_without_files_or_into_an_unknown_source(tenant: Te
     assert "Nothing was uploaded: unknown data source &#x27;Nope&#x27;" in body.decode()
 
 
-def test_it_shows_a_failed_file_with_its_reason_and_retries_it(tenant: Tenant, corpus):
+def test_it_shows_a_failed_file_with_its_reason_and_retries_it_when_that_can_help(
+    tenant: Tenant, corpus
+):
+    """An encrypted PDF is refused for good by the current converter: no Retry, and a
+    retry posted anyway is declined; once the converter it failed with is not the
+    current one (a newer version may read it), Retry is offered and works."""
     pdf = corpus / "hostile/py-pdf/libreoffice-writer-password.pdf"
     record = factories.upload(tenant.source, pdf.name, pdf.read_bytes()).file
     ingestion.file_convert(file_id=str(record.pk))
     record.refresh_from_db()
-    assert record.status == "failed"
+    assert record.status == "failed" and "encrypted" in record.error_message
+    assert record.refused_by == ingestion.converter_label("pdf")
     body = tenant.client.get("/library/").content.decode()
     assert f"Failed: {record.error_message}" in body.replace("&#x27;", "'")
+    assert f'action="/library/files/{record.pk}/retry"' not in body
+    assert "retrying cannot help: upload a corrected file" in body
+    declined = tenant.client.post(f"/library/files/{record.pk}/retry", follow=True)
+    assert "cannot help" in declined.content.decode()
+    assert File.objects.get(pk=record.pk).status == "failed"
+
+    File.objects.filter(pk=record.pk).update(refused_by="pdf-markdown 0.0.1")  # an older one
+    body = tenant.client.get("/library/").content.decode()
     assert f'action="/library/files/{record.pk}/retry"' in body
     retried = tenant.client.post(f"/library/files/{record.pk}/retry", follow=True)
     assert "is queued again" in retried.content.decode()
     assert File.objects.get(pk=record.pk).status == "pending"
+    assert File.objects.get(pk=record.pk).refused_by == ""
     again = tenant.client.post(f"/library/files/{record.pk}/retry", follow=True)
     assert "has not failed: nothing to retry" in again.content.decode()
+
+
+def test_a_failure_that_may_pass_next_time_keeps_its_retry(tenant: Tenant, monkeypatch):
+    from documents.converters.sandbox import FAULT_ENV
+
+    monkeypatch.setenv(FAULT_ENV, "segv")  # the parser crashes: not the file's fault
+    record = factories.upload(tenant.source, "data.json", b'{"a": 1}').file
+    ingestion.file_convert(file_id=str(record.pk))
+    record.refresh_from_db()
+    assert record.status == "failed" and record.refused_by == ""
+    assert "the parser crashed" in record.error_message
+    body = tenant.client.get("/library/").content.decode()
+    assert f'action="/library/files/{record.pk}/retry"' in body
 
 
 def test_it_hides_other_organizations_files(tenant: Tenant):
