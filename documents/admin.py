@@ -19,6 +19,7 @@ from audit.events import client_address, document_event_record
 from documents import ingestion
 from documents.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyInline
 from documents.converters import KINDS, converter_for
+from documents.downloads import original_download
 from documents.models import (
     ApiKey,
     Chunk,
@@ -31,7 +32,6 @@ from documents.models import (
     OrganizationMember,
 )
 from documents.selectors import converter_change, markdowns_outdated
-from documents.storage import original_open
 
 ReadOnlyAdmin = EvidenceAdmin  # kept for modules that import the old name
 
@@ -121,12 +121,7 @@ class FileAdmin(EvidenceAdmin):
         document_event_record(
             kind="download", file=record, user=request.user, origin=client_address(request)
         )
-        return FileResponse(
-            original_open(record.storage_key),
-            as_attachment=True,
-            filename=record.name,
-            content_type=record.content_type,
-        )
+        return original_download(record)
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: File) -> str:

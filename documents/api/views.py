@@ -21,8 +21,8 @@ from documents.api.serializers import (
     FileUploadInput,
     FileUploadOutput,
 )
+from documents.downloads import original_download
 from documents.models import ApiKey, FileStatus
-from documents.storage import original_open
 from documents.tenancy import organization_of
 from documents.uploads import UploadRejected, data_source_for, file_upload
 
@@ -115,15 +115,7 @@ class FileContentView(APIView):
             api_key=request.auth if isinstance(request.auth, ApiKey) else None,
             origin=client_address(request),
         )
-        response = FileResponse(
-            original_open(record.storage_key),
-            as_attachment=True,
-            filename=record.name,
-            content_type=record.content_type,
-        )
-        response["Content-Length"] = str(record.size)
-        response["X-Content-SHA256"] = record.sha256
-        return response
+        return original_download(record)
 
 
 class FileMarkdownView(APIView):

@@ -79,6 +79,30 @@ def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(tenant, c
     assert 'attachment; filename="duck.md"' in content["Content-Disposition"]
 
 
+@pytest.mark.parametrize(
+    ("name", "fallback"),
+    [
+        ("Überblick Geschäftsbericht.md", "Uberblick Geschaftsbericht.md"),
+        ("日本語.md", "download.md"),
+        ("a;b 100%.md", "a_b 100_.md"),
+    ],
+)
+def test_a_download_names_the_file_exactly_with_an_ascii_stand_in_first(tenant, name, fallback):
+    """RFC 6266: ``filename`` for clients that read only it, ``filename*`` for the
+    exact name (Django sent only the latter for a non-ASCII name)."""
+    from django.utils.http import parse_header_parameters
+
+    _, key = tenant
+    data = b"# Report\n\nFigures.\n"
+    file_id = _post(_client(key), name, data).json()["file_id"]
+    content = _client(key).get(f"/v1/flow/files/{file_id}/content")
+    header = content["Content-Disposition"]
+    assert header.startswith(f"attachment; filename=\"{fallback}\"; filename*=UTF-8''")
+    kind, parameters = parse_header_parameters(header)
+    assert (kind, parameters["filename"]) == ("attachment", name)  # filename* wins
+    assert header.isascii() and b"".join(content.streaming_content) == data
+
+
 def test_it_stores_originals_under_server_generated_names(tenant, corpus):
     _, key = tenant
     body = _post(
