@@ -31,6 +31,15 @@ _EXTENSIONS = {
     ".htm": "html",
 }
 _TEXT_KINDS = {"markdown", "text", "json", "html"}
+# names a double click runs (Windows, macOS, shells): text under such a name is
+# refused, as the download would hand it back under that name
+_RUNNABLE = frozenset(
+    [
+        *(".exe", ".com", ".bat", ".cmd", ".msi", ".scr", ".pif", ".cpl", ".reg", ".lnk"),
+        *(".ps1", ".psm1", ".vbs", ".vbe", ".js", ".jse", ".wsf", ".wsh", ".hta"),
+        *(".jar", ".app", ".command", ".sh", ".apk"),
+    ]
+)
 
 
 class UnsupportedFile(Exception):
@@ -89,7 +98,10 @@ def _text_kind(head: bytes, extension_kind: str | None) -> str:
 
 def sniff(*, head: bytes, name: str, path: str | None = None) -> Sniffed:
     """Kind of a file from its first bytes (``head``) and, for ZIPs, ``path``."""
-    extension_kind = _EXTENSIONS.get(PurePath(name).suffix.lower())
+    suffix = PurePath(name).suffix.lower()
+    if suffix in _RUNNABLE:
+        raise UnsupportedFile(f"files named *{suffix} are not accepted: a download would run it")
+    extension_kind = _EXTENSIONS.get(suffix)
     if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
         kind = "pdf"
     elif head.startswith(b"PK\x03\x04"):

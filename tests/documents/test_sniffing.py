@@ -39,6 +39,8 @@ def test_corpus_files_are_recognised_by_content(corpus, path, kind):
 def test_text_kinds_follow_the_extension_and_html_is_detected():
     assert sniff(head=b"plain words", name="a.txt").kind == "text"
     assert sniff(head=b"# Title", name="notes").kind == "markdown"
+    assert sniff(head=b"# Title", name="README").kind == "markdown"  # no extension: fine
+    assert sniff(head=b"a,b\n1,2\n", name="figures.csv").kind == "text"  # text by another name
     assert sniff(head=b'{"a": 1}', name="data").kind == "json"
     assert sniff(head=b"<!DOCTYPE html><html></html>", name="page.txt").kind == "html"
 
@@ -57,6 +59,9 @@ def test_text_kinds_follow_the_extension_and_html_is_detected():
         (b"\x89PNG\r\n\x1a\n\x00\x00", "image.png", "binary data"),
         (bytes(range(128, 256)) * 4, "blob.txt", "neither UTF-8 text"),
         (b"abc\x00def", "nul.txt", "binary data"),
+        (b"# Looks like Markdown\n", "run.exe", r"\*\.exe are not accepted: a download would run"),
+        (b"echo hi\n", "Install.Command", r"\*\.command are not accepted"),
+        (b"%PDF-1.7\n", "invoice.pdf.js", r"\*\.js are not accepted"),
     ],
 )
 def test_unsupported_or_mismatched_content_is_refused(head, name, message):

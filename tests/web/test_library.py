@@ -92,10 +92,12 @@ def test_it_shows_each_stage_with_counts(tenant: Tenant, corpus):
 def test_it_says_why_an_unsupported_file_was_refused(tenant: Tenant):
     body = _upload(
         tenant.client,
-        SimpleUploadedFile("tool.exe", b"MZ\x90\x00\x03\x00\x00\x00" + bytes(range(256)) * 4),
+        SimpleUploadedFile("tool.bin", b"MZ\x90\x00\x03\x00\x00\x00" + bytes(range(256)) * 4),
+        SimpleUploadedFile("run.exe", b"# Looks like Markdown\n"),
         SimpleUploadedFile("ok.md", b"# Fine\n\nThis one is accepted.\n"),
     ).content.decode()
-    assert "tool.exe was not uploaded: the file is neither UTF-8 text nor a supported" in body
+    assert "tool.bin was not uploaded: the file is neither UTF-8 text nor a supported" in body
+    assert "run.exe was not uploaded: files named *.exe are not accepted" in body
     assert "ok.md uploaded as revision 1" in body
     assert list(File.objects.values_list("name", flat=True)) == ["ok.md"]
 
