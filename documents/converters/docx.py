@@ -73,6 +73,9 @@ class _Walker:
     def __init__(self, styles: dict[str, str], rendered: bool) -> None:
         self.styles = styles
         self.rendered = rendered  # trust Word's rendered breaks over explicit ones
+        # a document with a Title paragraph has its headings below it, as Word's
+        # navigation pane and docling show them: Heading 1 becomes "##"
+        self.heading_shift = 0
         self.page = 1
         self.md = MarkdownBuilder()
         self.tables = 0
@@ -130,19 +133,23 @@ class _Walker:
         para.segments.append((self.page, ""))
 
     # -- blocks ----------------------------------------------------------------------------
+    def style_name(self, p: etree._Element) -> str:
+        ppr = _child(p, "pPr")
+        style_id = _attr(_child(ppr, "pStyle"), "val") if ppr is not None else None
+        return self.styles.get(style_id or "", style_id or "").strip()
+
     def _style(self, p: etree._Element) -> tuple[int, str | None]:
         """(heading level or 0, list marker or None) from style, outline level and numbering."""
         ppr = _child(p, "pPr")
-        style_id = _attr(_child(ppr, "pStyle"), "val") if ppr is not None else None
-        name = self.styles.get(style_id or "", style_id or "")
-        match = _HEADING.match(name.strip())
+        name = self.style_name(p)
+        match = _HEADING.match(name)
         if match:
-            return max(1, min(6, int(match.group(1)))), None
-        if name.strip().lower() == "title":
+            return max(1, min(6, int(match.group(1)) + self.heading_shift)), None
+        if name.lower() == "title":
             return 1, None
         outline = _attr(_child(ppr, "outlineLvl"), "val") if ppr is not None else None
         if outline is not None and outline.isdigit() and int(outline) < 6:
-            return int(outline) + 1, None
+            return min(6, int(outline) + 1 + self.heading_shift), None
         num = _child(ppr, "numPr") if ppr is not None else None
         if num is not None or "list" in name.lower():
             level = _attr(_child(num, "ilvl"), "val") if num is not None else "0"
@@ -294,7 +301,7 @@ class DocxConverter:
 
     name = "docx-markdown"
     # 1.1: merged cells' text in every grid cell they cover; 1.2: footnotes, endnotes
-    # and reviewer comments in their own sections
+    # and reviewer comments in their own sections, headings nested below a Title
     version = "1.2.0"
 
     def convert(self, data: bytes) -> Conversion:
@@ -316,6 +323,9 @@ class DocxConverter:
             raise ConversionError("could not read this DOCX: it has no document body")
         rendered = any(_local(el) == "lastRenderedPageBreak" for el in body.iter())
         walker = _Walker(_styles(archive, main), rendered)
+        walker.heading_shift = int(
+            any(_local(p) == "p" and walker.style_name(p).lower() == "title" for p in body.iter())
+        )
         walker.container(body)
         notes = notes_write(
             walker.md, walker.notes, archive, main, lambda name: _xml(archive, name)

@@ -76,9 +76,10 @@ def test_rendered_page_breaks_split_paragraphs_between_pages():
 
 def test_headings_follow_styles():
     md = convert("docling/docx/unit_test_headers.docx").markdown
-    assert "# Test Document" in md.split("\n")
-    assert "## Section 1.1" in md.split("\n")
-    assert "### Section 1.2.3" in md.split("\n")
+    lines = md.split("\n")
+    assert "# Test Document" in lines  # the Title; Heading n sits one level below it
+    assert "## Section 1" in lines and "### Section 1.1" in lines
+    assert "#### Section 1.2.3" in lines
 
 
 def test_tables_and_block_order():
@@ -264,3 +265,42 @@ def test_merges_across_content_controls_and_short_rows():
     lines = markdown.split("\n")
     assert "| a | R | c |" in lines  # the continuation inside w:sdt
     assert "| x |  | z |" in lines  # nothing continues across the short row
+
+
+def _heading_paths(entries: list[tuple[int, str]]) -> dict[str, list[str]]:
+    """Each heading's path of enclosing headings, from (level, text) in document order."""
+    stack: list[tuple[int, str]] = []
+    paths = {}
+    for level, text in entries:
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, text))
+        paths[text] = [t for _, t in stack]
+    return paths
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name[: -len(".itxt")] for p in (CORPUS / "docling/docx/groundtruth").glob("*.itxt")),
+)
+def test_heading_paths_match_docling_s_item_tree(name):
+    """docling's ground-truth item tree nests every section header (a Title's too):
+    our Markdown headings give each of them the same path, so a citation's section
+    names the same chain of headings."""
+    tree = (CORPUS / "docling/docx/groundtruth" / f"{name}.itxt").read_text("utf-8")
+    expected = _heading_paths(
+        [
+            (len(m.group(1)), m.group(2).strip())
+            for m in re.finditer(
+                r"^( *)item-\d+ at level \d+: (?:title|section_header): (.+)$", tree, re.M
+            )
+        ]
+    )
+    markdown = convert(f"docling/docx/{name}").markdown
+    ours = _heading_paths(
+        [
+            (len(m.group(1)), m.group(2).strip())
+            for m in re.finditer(r"^(#{1,6}) (.+)$", markdown, re.M)
+        ]
+    )
+    assert {text: ours.get(text) for text in expected} == expected
