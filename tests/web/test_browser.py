@@ -241,3 +241,37 @@ def test_pptx_reference_opens_slide_2_with_the_cited_lines_highlighted(
         " ".join(s.text_frame.text for s in slide.shapes if s.has_text_frame) for slide in slides
     ]
     assert sentence in texts[1] and sentence not in texts[0]
+
+
+def test_the_library_keeps_keyboard_focus_while_it_updates_itself(
+    browser: Browser, site: str, corpus: Path
+):
+    """The list re-reads itself every second while files ingest; it replaced the
+    whole list, so a focused Download link or Retry button lost focus each time."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _sign_in(page, site)
+    shots = Shots("library-focus")
+    _upload_and_wait(page, corpus / "docling/md/duck.md", shots)
+    long_pdf = corpus / "py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf"
+    page.get_by_label("Choose files").set_input_files(str(long_pdf))
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator(".messages")).to_contain_text(f"{long_pdf.name} uploaded")
+    rows = page.locator("tr[data-status]")
+    ready_id = rows.filter(has_text="duck.md").get_attribute("id").removeprefix("file-")
+    busy_row = rows.filter(has_text=long_pdf.name)
+    busy_id = busy_row.get_attribute("id").removeprefix("file-")
+    assert busy_row.get_attribute("data-status") != "ready"
+    for focused in (
+        f"download-{ready_id}",
+        f"download-{busy_id}",
+    ):  # an unchanged row, the busy one
+        page.locator(f"#{focused}").focus()
+        stages = {busy_row.get_attribute("data-status")}
+        for _ in range(6):  # several polls, while the busy row's progress changes
+            page.wait_for_timeout(700)
+            stages.add(busy_row.get_attribute("data-status"))
+            assert page.evaluate("document.activeElement.id") == focused, stages
+    expect(page.locator("#busy-status")).to_have_attribute("aria-live", "polite")
+    page.wait_for_selector(f'#file-{busy_id}[data-status="ready"]', timeout=240_000)
+    expect(page.locator("#busy-status")).to_have_text("All files are processed.")
+    page.close()
