@@ -275,3 +275,34 @@ def test_the_library_keeps_keyboard_focus_while_it_updates_itself(
     page.wait_for_selector(f'#file-{busy_id}[data-status="ready"]', timeout=240_000)
     expect(page.locator("#busy-status")).to_have_text("All files are processed.")
     page.close()
+
+
+def test_a_quoted_passage_opens_on_its_cited_sentence(browser: Browser, site: str, tmp_path: Path):
+    """A passage box has a limited height; a sentence cited from the end of a long
+    chunk was below the box's fold, so the reader saw only uncited text."""
+    garden = "".join(f"Note {n} describes the flower beds of the garden.\n\n" for n in range(1, 16))
+    document = tmp_path / "facilities.md"
+    document.write_text(
+        "# Facilities\n\n" + garden + "The archive password is rotated every ninety days.\n"
+    )
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    _sign_in(page, site)
+    _upload_and_wait(page, document, Shots("passage-scroll"))
+    page.get_by_role("link", name="Ask").click()
+    page.get_by_label("Question").fill("How often is the archive password rotated?")
+    page.get_by_role("button", name="Ask").click()
+    page.wait_for_url(f"{site}/answers/**", timeout=120_000)
+    for url in (None, "sources"):  # the answer page's card, then the source viewer
+        if url:
+            page.locator("#answer-text a.ref", has_text="[1]").first.click()
+            page.wait_for_url("**/sources/1/#*")
+        box = page.locator("blockquote.passage").first
+        assert "ninety days" in box.locator("mark").first.inner_text()
+        placed = box.evaluate(
+            """b => { const m = b.querySelector("mark").getBoundingClientRect();
+                      const r = b.getBoundingClientRect();
+                      return {tall: b.scrollHeight > b.clientHeight, scrolled: b.scrollTop,
+                              inside: m.top >= r.top && m.bottom <= r.bottom}; }"""
+        )
+        assert placed["tall"] and placed["scrolled"] > 0 and placed["inside"], placed
+    page.close()
