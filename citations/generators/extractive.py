@@ -94,6 +94,11 @@ MIN_SIMILARITY = 0.25
 # so it must be closer in meaning to count; rows that answer scored 0.44-0.68 on the
 # corpus tables
 MIN_ROW_SIMILARITY = 0.40
+# a short "**key**: value" line of a JSON file (fewer than MIN_WORDS words) is quoted
+# only this close: "**provider**: MediCare Plus" answers "Who is the health benefits
+# provider?" at 0.65, while "**color**: white" scores 0.42 for the sky on Mars
+MIN_PAIR_SIMILARITY = 0.45
+_KEY_VALUE = re.compile(r"\s*(?:[-*+]\s+)?\*\*[^*\n]+\*\*:\s+\S")
 CANDIDATES_TO_EMBED = 20
 # a further sentence must be nearly as relevant as the best one, or it is noise
 RELATIVE_FLOOR = 0.65
@@ -110,7 +115,7 @@ class _Sentence:
     text: str
     overlap: float
     prior: float
-    in_table: bool = False
+    floor: float  # the similarity to the question it needs to be quoted
 
 
 def _words(text: str) -> set[str]:
@@ -160,10 +165,23 @@ def sentences_of(text: str) -> list[tuple[int, int]]:
             start = lead.end() if lead else start
             while end > start and text[end - 1] in " |\t":
                 end -= 1
-            is_row = _is_table_row(line)
-            if _word_count(text[start:end]) >= (2 if is_row else MIN_WORDS):
+            short_form = _is_table_row(line) or _KEY_VALUE.match(line)
+            if _word_count(text[start:end]) >= (2 if short_form else MIN_WORDS):
                 spans.append((start, end))
     return spans
+
+
+def _floor(chunk: str, start: int, sentence: str) -> float:
+    """The similarity a sentence needs: more for the short forms that share a word
+    easily (a table row, a short key/value line) than for prose."""
+    line_start = chunk.rfind("\n", 0, start) + 1
+    line_end = chunk.find("\n", start)
+    line = chunk[line_start : line_end if line_end >= 0 else len(chunk)]
+    if _is_table_row(line):
+        return MIN_ROW_SIMILARITY
+    if _KEY_VALUE.match(line) and _word_count(sentence) < MIN_WORDS:
+        return MIN_PAIR_SIMILARITY
+    return 0.0
 
 
 class ExtractiveGenerator:
@@ -188,11 +206,10 @@ class ExtractiveGenerator:
             return []
         vectors = np.asarray(default_embedder().embed_documents([c.text for c in candidates]))
         similarity = (vectors @ np.asarray(question_vector)).tolist()
-        row_floor = max(self.min_similarity, MIN_ROW_SIMILARITY)
         scored = [
             (c, sim + LEXICAL_WEIGHT * c.overlap + PRIOR_WEIGHT * c.prior)
             for c, sim in zip(candidates, similarity, strict=True)
-            if sim >= (row_floor if c.in_table else self.min_similarity)
+            if sim >= max(self.min_similarity, c.floor)
         ]
         scored.sort(key=lambda pair: (-pair[1], pair[0].passage, pair[0].start))
         return self._select(scored)
@@ -204,11 +221,15 @@ class ExtractiveGenerator:
             for start, end in sentences_of(passage.text):
                 text = passage.text[start:end]
                 overlap = len(asked & _words(text)) / (len(asked) or 1)
-                line_start = passage.text.rfind("\n", 0, start) + 1
-                in_table = _is_table_row(passage.text[line_start:start])
                 found.append(
                     _Sentence(
-                        passage.index, start, end, text, overlap, passage.score_norm, in_table
+                        passage.index,
+                        start,
+                        end,
+                        text,
+                        overlap,
+                        passage.score_norm,
+                        _floor(passage.text, start, text),
                     )
                 )
         found.sort(key=lambda s: (-(s.overlap + 0.5 * s.prior), s.passage, s.start))

@@ -206,3 +206,20 @@ def test_table_rows_answer_their_questions_and_not_unrelated_ones(tenant: Tenant
     ):
         execution = query_execute(app=tenant.app, question=question)
         assert execution.answer == NOT_FOUND, (question, execution.answer)
+
+
+def test_a_short_json_value_answers_its_question_and_not_unrelated_ones(tenant: Tenant):
+    """A JSON value is a short "**key**: value" line: it was never quoted (fewer than
+    four words), so "Who is the health benefits provider?" quoted the coverage line
+    beside it; it must still be close in meaning to count."""
+    benefits = (
+        b'{"health": {"provider": "MediCare Plus", "coverage": "employee and family",'
+        b' "car": {"color": "white", "model": "estate"}}}'
+    )
+    record = ingest_now(factories.upload(tenant.source, "benefits.json", benefits).file)
+    assert record.status == "ready", record.error_message
+    execution = query_execute(app=tenant.app, question="Who is the health benefits provider?")
+    assert execution.answer.startswith("**provider**: MediCare Plus [1]"), execution.answer
+    for question in ("What color is the sky on Mars?", "What is the capital of France?"):
+        execution = query_execute(app=tenant.app, question=question)
+        assert execution.answer == NOT_FOUND, (question, execution.answer)
