@@ -1,5 +1,5 @@
-"""PPTX to Markdown: one ``# Slide n: title`` section per slide, notes and
-reviewer comments included.
+"""PPTX to Markdown: one ``# Slide n: title`` section per slide (``# Slide n
+(hidden): title`` for a slide the show skips), notes and reviewer comments included.
 
 Shapes are read top-to-bottom, left-to-right (groups recursed), tables become
 Markdown tables, charts contribute their title and categories/values, and
@@ -203,7 +203,8 @@ class PptxConverter:
     """PPTX to Markdown; hostile archives are refused by ``zipguard`` before parsing."""
 
     name = "pptx-markdown"
-    version = "1.1.0"  # 1.1: paragraphs, inherited bullets, line breaks, comments
+    # 1.1: paragraphs, inherited bullets, line breaks, comments; 1.2: hidden slides marked
+    version = "1.2.0"
 
     def convert(self, data: bytes) -> Conversion:
         check_zip(data)
@@ -225,7 +226,13 @@ class PptxConverter:
         for number, slide in enumerate(slides, start=1):
             title_shape = next((s for s in slide.shapes if _is_title(s)), None)
             title = _plain(title_shape.text_frame.text) if title_shape is not None else ""
-            md.heading(1, f"Slide {number}: {title}" if title else f"Slide {number}", number)
+            # a slide hidden in the slide show is still in the file, and quotable: say so
+            label = (
+                f"Slide {number} (hidden)"
+                if slide.element.get("show") in ("0", "false")
+                else f"Slide {number}"
+            )
+            md.heading(1, f"{label}: {title}" if title else label, number)
             _shapes(md, slide.shapes, number, skip=title_shape if title else None)
             try:
                 frame = slide.notes_slide.notes_text_frame if slide.has_notes_slide else None

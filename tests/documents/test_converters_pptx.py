@@ -30,7 +30,7 @@ def sections(result) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
     current = 0
     for line in result.markdown.split("\n"):
-        m = re.match(r"# Slide (\d+)(: .*)?$", line)
+        m = re.match(r"# Slide (\d+)(?: \(hidden\))?(: .*)?$", line)
         if m:
             current = int(m.group(1))
         out.setdefault(current, []).append(line)
@@ -304,3 +304,21 @@ def test_a_placeholders_own_list_style_can_turn_bullets_off():
     out = io.BytesIO()
     prs.save(out)
     assert "- Not a list item" in PptxConverter().convert(out.getvalue()).markdown.split("\n")
+
+
+def test_a_hidden_slide_is_converted_and_says_it_is_hidden():
+    """A slide the show skips is still in the file and can be quoted: its heading
+    says so, so an answer citing it does not pass it off as presented."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    for title in ("Budget", "Zebra budget"):
+        slide = deck.slides.add_slide(deck.slide_layouts[5])
+        slide.shapes.title.text = title
+    deck.slides[1].element.set("show", "0")
+    out = io.BytesIO()
+    deck.save(out)
+    result = PptxConverter().convert(out.getvalue())
+    headings = [line for line in result.markdown.split("\n") if line.startswith("# ")]
+    assert headings == ["# Slide 1: Budget", "# Slide 2 (hidden): Zebra budget"]
+    assert set(sections(result)) == {1, 2}
