@@ -175,7 +175,7 @@ class QueryExecutionAdmin(EvidenceAdmin):
         )
 
     def report_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
-        """A printable one-page report of one answer and its sources."""
+        """A printable A4 report of one answer, its sources and its hits."""
         if not self.has_view_permission(request):
             from django.core.exceptions import PermissionDenied
 

@@ -71,6 +71,10 @@ def test_the_answer_page_shows_the_whole_chain(trail, answers):
         assert expected in html, expected
     claim = acme.claim_citations.first()
     assert claim.reply_sentence in html and claim.source_sentence in html
+    # the quoted chunk byte for byte (escaped; line breaks and runs of spaces kept)
+    from django.utils.html import escape
+
+    assert f"<blockquote>{escape(source.chunk_text)}</blockquote>" in html
 
 
 def test_search_and_filters_find_the_answer_without_n_plus_one(
