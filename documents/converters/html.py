@@ -2,9 +2,14 @@
 
 Scripts, styles, templates and page chrome (nav, forms) are dropped; links
 keep their text only, so nothing is emitted that a reader could not see.
+A ``<br>`` starts a new Markdown line of the same paragraph (addresses, verse),
+and ``<pre>`` becomes a fenced block with its lines and spacing as written.
 """
 
 from __future__ import annotations
+
+import re
+import unicodedata
 
 from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 
@@ -50,7 +55,6 @@ _BLOCKS = {
     "dl",
     "dt",
     "dd",
-    "pre",
     "body",
     "html",
     "center",
@@ -58,6 +62,7 @@ _BLOCKS = {
     "summary",
 }
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})", re.M)
 
 
 def _inline_text(el: Tag) -> str:
@@ -86,15 +91,42 @@ def _decode(data: bytes) -> str:
 class _Renderer:
     def __init__(self) -> None:
         self.md = MarkdownBuilder()
-        self.inline: list[str] = []
+        self.inline: list[str | None] = []  # None: a <br>
 
     def flush(self) -> None:
-        text = clean_inline("".join(self.inline))
+        pieces: list[str] = [""]
+        for part in self.inline:
+            if part is None:
+                pieces.append("")
+            else:
+                pieces[-1] += part
+        lines = [clean_inline(piece) for piece in pieces]
         self.inline.clear()
-        if text:
+        lines = [line for line in lines if line]
+        if lines:
             self.md.blank()
-            self.md.line(escape_line_start(text))
+            for line in lines:
+                self.md.line(escape_line_start(line))
             self.md.blank()
+
+    def preformatted(self, el: Tag) -> None:
+        """A fenced block: the text's lines and spacing as written (HTML drops one
+        newline right after ``<pre>``), control characters as spaces."""
+        text = el.get_text().replace("\r\n", "\n").replace("\r", "\n").removeprefix("\n")
+        text = "".join(
+            " " if unicodedata.category(ch) == "Cc" and ch not in "\n\t" else ch for ch in text
+        )
+        lines = text.rstrip("\n").split("\n")
+        if not any(line.strip() for line in lines):
+            return
+        longest = max((len(m.group(1)) for m in _FENCE.finditer(text)), default=0)
+        fence = "`" * max(3, longest + 1)  # longer than any fence inside the text
+        self.md.blank()
+        self.md.line(fence)
+        for line in lines:
+            self.md.line(line.rstrip())
+        self.md.line(fence)
+        self.md.blank()
 
     def walk(self, el: Tag) -> None:
         for node in el.children:
@@ -115,7 +147,10 @@ class _Renderer:
                 self.flush()
                 self.table(node)
             elif node.name == "br":
-                self.inline.append(" ")
+                self.inline.append(None)
+            elif node.name == "pre":
+                self.flush()
+                self.preformatted(node)
             elif node.name == "hr":
                 self.flush()
             elif node.name in _BLOCKS:
@@ -157,7 +192,7 @@ class HtmlConverter:
     """HTML to Markdown; raises ``ConversionError`` for files without readable text."""
 
     name = "html-markdown"
-    version = "1.0.0"
+    version = "1.1.0"  # 1.1: <br> line breaks, <pre> fenced blocks
 
     def convert(self, data: bytes) -> Conversion:
         try:

@@ -33,7 +33,7 @@ def test_structure():
     assert "- Up to 150 EUR per night" in lines and "  - only in Europe" in lines
     assert "1. Book" in lines and "2. Approve" in lines
     assert "| City | Limit |" in lines and "| Paris | 200 \\| EUR |" in lines
-    assert "Line one line two" in md
+    assert "Line one\nline two\n" in md  # a <br> starts a new line
     for hidden in ("do-not-index", "color:red", "Log in", "hidden comment", "https://example.com"):
         assert hidden not in md
     assert result.line_pages == [] and result.metadata["title"] == "Policy"
@@ -60,3 +60,20 @@ def test_markdown_looking_text_is_escaped():
 def test_empty_page_is_an_error():
     with pytest.raises(ConversionError, match="no readable text"):
         HtmlConverter().convert(b"<html><script>x()</script></html>")
+
+
+def test_line_breaks_and_preformatted_text_keep_their_lines():
+    """A <br> read as a space ran an address into one line, and a <pre> block lost
+    its lines and indentation."""
+    page = (
+        "<html><body><address>Acme GmbH<br>Hauptstraße 1<br/>10115 Berlin</address>"
+        "<p>Before the code.</p>"
+        "<pre>\ndef retention(years):\n    return  years * 365\n\n```inside```\n</pre>"
+        "<pre>\n\n</pre><p>After it.</p></body></html>"
+    ).encode()
+    markdown = HtmlConverter().convert(page).markdown
+    assert "Acme GmbH\nHauptstraße 1\n10115 Berlin\n" in markdown
+    assert (
+        "Before the code.\n\n````\ndef retention(years):\n    return  years * 365\n\n"
+        "```inside```\n````\n\nAfter it.\n"
+    ) in markdown
