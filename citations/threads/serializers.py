@@ -35,21 +35,34 @@ def _text(value: str, annotations: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "text", "text": {"value": value, "annotations": annotations}}
 
 
-def source_tracing_block(message: Message) -> dict[str, Any]:
+_URL_FIELDS = ("chunk_url", "file_url")
+
+
+def source_tracing_block(message: Message, absolute: Callable[[str], str] = str) -> dict[str, Any]:
     """The retrieved chunks' source-tracing fields, as a second text block holding JSON,
-    so the answer block stays exactly what the annotations index into."""
+    so the answer block stays exactly what the annotations index into. URLs are
+    stored as paths and answered made ``absolute`` for the host the caller used, as
+    every other URL of the API is."""
+    chunks = [
+        {
+            key: absolute(value) if key in _URL_FIELDS and value else value
+            for key, value in c.items()
+        }
+        for c in message.sources
+    ]
     body = {
         "object": SOURCE_TRACING_OBJECT,
         "query_id": str(message.query_id),
-        "chunks": message.sources,
+        "chunks": chunks,
     }
     return _text(json.dumps(body, ensure_ascii=False), [])
 
 
-def message_output(message: Message) -> dict[str, Any]:
+def message_output(message: Message, absolute: Callable[[str], str] = str) -> dict[str, Any]:
+    """OpenAI's message object; ``absolute`` turns a path into the caller's URL."""
     content = [_text(message.content, message.annotations)]
     if message.query_id is not None:
-        content.append(source_tracing_block(message))
+        content.append(source_tracing_block(message, absolute))
     is_answer = message.role == MessageRole.ASSISTANT and message.run_id is not None
     return {
         "id": str(message.pk),

@@ -4,6 +4,7 @@ service or selector, shape the OpenAI object."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -105,7 +106,8 @@ class MessagesView(_View):
         if run_id := request.query_params.get("run_id"):
             messages = messages.filter(run=selectors.run_get(thread=thread, run_id=run_id))
         page = selectors.page_of(messages, **params.as_kwargs())
-        return Response(list_output(page.items, page.has_more, message_output))
+        shape = partial(message_output, absolute=request.build_absolute_uri)
+        return Response(list_output(page.items, page.has_more, shape))
 
     @extend_schema(
         request=MessageCreateInput,
@@ -119,14 +121,15 @@ class MessagesView(_View):
             content=body.get("content"),
             metadata=body.get("metadata"),
         )
-        return Response(message_output(message))
+        return Response(message_output(message, absolute=request.build_absolute_uri))
 
 
 class MessageDetailView(_View):
     @extend_schema(responses={200: MessageObject, **error_responses(404)})
     def get(self, request: Request, thread_id: str, message_id: str) -> Response:
         thread = self.thread(request, thread_id)
-        return Response(message_output(selectors.message_get(thread=thread, message_id=message_id)))
+        message = selectors.message_get(thread=thread, message_id=message_id)
+        return Response(message_output(message, absolute=request.build_absolute_uri))
 
 
 class RunsView(_View):

@@ -160,8 +160,17 @@ def test_it_speaks_the_assistants_wire_format_down_to_the_file(
     cited = next(c for c in tracing["chunks"] if c["quoted_as"] == "1")
     assert cited["section"].startswith("Employee Handbook")
 
+    # the chain of custody is followed by the absolute URLs the answer gives, like every
+    # other URL of the API (they were bare paths)
+    chunk_path = f"/v1/flow/vectordb/{cited['database_id']}/chunk/{cited['chunk_id']}"
+    assert cited["chunk_url"] == live_server.url + chunk_path
+    assert cited["file_url"] == f"{live_server.url}/v1/flow/files/{cited['file_id']}/content"
+    listed = http.get(f"{base}/messages?limit=1", **BETA).json()["data"][0]
+    assert json.loads(listed["content"][1]["text"]["value"])["chunks"] == tracing["chunks"]
+    assert all(c["chunk_url"].startswith(live_server.url + "/") for c in tracing["chunks"])
+
     # GET /v1/flow/vectordb/{database_id}/chunk/{chunk_id}
-    reply = http.get(f"/v1/flow/vectordb/{cited['database_id']}/chunk/{cited['chunk_id']}")
+    reply = http.get(cited["chunk_url"].removeprefix(live_server.url))
     assert reply.status == 200
     provenance = reply.json()
     assert {"chunk_id", "file_id", "chunk_text", "locations"} <= set(provenance)
