@@ -79,10 +79,10 @@ def _index_identity(app: App) -> tuple[str, str, str]:
     )
     if len(databases) == 1:
         database = databases[0]
-        return database.index_hash, f"{database.embed_model}:{database.pooling}", database.analyzer
+        return database.index_hash, database.embed_model_id, database.analyzer
     combined = hashlib.sha256("|".join(d.index_hash for d in databases).encode()).hexdigest()
     first = databases[0] if databases else None
-    model = f"{first.embed_model}:{first.pooling}" if first else ""
+    model = first.embed_model_id if first else ""
     return combined, model, first.analyzer if first else ANALYZER
 
 
@@ -405,7 +405,7 @@ def query_validate(*, execution: QueryExecution) -> dict:
             [hit.payload],
             live_index_hash=database.index_hash if database else None,
             read_analyzer=database.analyzer if database else None,
-            live_embed_model=f"{database.embed_model}:{database.pooling}" if database else None,
+            live_embed_model=database.embed_model_id if database else None,
             revisions={str(chunk.pk): revision_label(chunk.file.revision, chunk.file.sha256)},
             spans={str(chunk.pk): (chunk.char_start, chunk.char_end)},
         )

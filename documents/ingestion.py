@@ -155,7 +155,7 @@ def _markdown_store(record: File, conversion: Conversion) -> None:
         file_fail(
             file_id=str(record.pk),
             reason="the document contains no text",
-            refused_by=f"{conversion.converter} {conversion.converter_version}",
+            refused_by=converter_label(record.kind),
         )
         return
     published = DocumentMarkdown.objects.filter(

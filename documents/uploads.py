@@ -57,13 +57,9 @@ def filename_sanitize(raw: str) -> str:
 
 
 def data_source_for(*, organization: Organization, name: str) -> DataSource:
-    # a name PostgreSQL cannot store names no data source (and cannot be queried)
-    unstorable = unstorable_character(name)
-    source = (
-        None
-        if unstorable
-        else DataSource.objects.filter(organization=organization, name=name).first()
-    )
+    source = None
+    if unstorable_character(name) is None:  # such a name names no data source (nor queries)
+        source = DataSource.objects.filter(organization=organization, name=name).first()
     if source is None:
         raise UploadRejected(
             f"unknown data source {name!r}", code="unknown_data_source", param="data_source"

@@ -38,6 +38,11 @@ class VectorDatabase(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.embed_model})"
 
+    @property
+    def embed_model_id(self) -> str:
+        """``model:pooling``, as citation payloads and answers record the embed model."""
+        return f"{self.embed_model}:{self.pooling}"
+
 
 class LexicalPosting(models.Model):
     """One lexeme of one retrievable chunk with its BM25 term weight: the full-text index.

@@ -150,7 +150,7 @@ class CitationValidateView(APIView):
         databases = {c.vector_database_id: c.vector_database for c in chunks.values()}
         live_hashes = {d.index_hash for d in databases.values()}
         analyzers = {d.analyzer for d in databases.values()}
-        models = {f"{d.embed_model}:{d.pooling}" for d in databases.values()}
+        models = {d.embed_model_id for d in databases.values()}
 
         result = validate_citations(
             items,

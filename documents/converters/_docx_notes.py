@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from documents.converters._mdbuild import MarkdownBuilder, clean_inline
+from documents.converters._ooxml import attribute as _attr
+from documents.converters._ooxml import local_name as _local
 
 _RELATIONSHIP_TYPES = {
     "footnote": "/footnotes",
@@ -28,18 +30,6 @@ _RELATIONSHIP_TYPES = {
 }
 ANCHOR_CHARS = 120  # of the commented text quoted beside a comment
 _SKIPPED = frozenset({"Fallback", "del", "delText", "instrText", "delInstrText", "rPr", "pPr"})
-
-
-def _local(element: etree._Element) -> str:
-    tag = element.tag
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
-def _attr(element: etree._Element, name: str) -> str | None:
-    for key, value in element.attrib.items():
-        if key.rsplit("}", 1)[-1] == name:
-            return value
-    return None
 
 
 @dataclass

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from documents.converters._ooxml import local_name as _local
 from documents.converters.zipguard import declarations_refuse
 
 _COMMENTS = (
@@ -33,10 +34,6 @@ class SlideComment:
     when: str
     text: str
     is_reply: bool = False
-
-
-def _local(element: etree._Element) -> str:
-    return etree.QName(element).localname if isinstance(element.tag, str) else ""
 
 
 def _children(element: etree._Element, name: str) -> list[etree._Element]:

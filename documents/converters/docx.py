@@ -24,25 +24,13 @@ from documents.converters._mdbuild import (
     escape_line_start,
     table_lines,
 )
+from documents.converters._ooxml import attribute as _attr
+from documents.converters._ooxml import local_name as _local
 from documents.converters.base import Conversion, ConversionError
 from documents.converters.zipguard import check_zip, declarations_refuse
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 _HEADING = re.compile(r"^(?:heading|berschrift|titre)\s*(\d)$", re.I)
-
-
-def _local(el: etree._Element) -> str:
-    tag = el.tag
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
-def _attr(el: etree._Element | None, name: str) -> str | None:
-    if el is None:
-        return None
-    for key, value in el.attrib.items():
-        if key.rsplit("}", 1)[-1] == name:
-            return value
-    return None
 
 
 MERGED_COPY_BUDGET = 20_000  # characters of merged-cell text copied per table
@@ -61,6 +49,13 @@ def _child(el: etree._Element, name: str) -> etree._Element | None:
     return None
 
 
+def _style_name(styles: dict[str, str], p: etree._Element) -> str:
+    """The name of a paragraph's style ("Heading 1", "Title"), or its id."""
+    ppr = _child(p, "pPr")
+    style_id = _attr(_child(ppr, "pStyle"), "val") if ppr is not None else None
+    return styles.get(style_id or "", style_id or "").strip()
+
+
 @dataclass
 class _Para:
     """One paragraph: text per page, style facts, and text boxes found inside it."""
@@ -70,12 +65,12 @@ class _Para:
 
 
 class _Walker:
-    def __init__(self, styles: dict[str, str], rendered: bool) -> None:
+    def __init__(self, styles: dict[str, str], rendered: bool, titled: bool) -> None:
         self.styles = styles
         self.rendered = rendered  # trust Word's rendered breaks over explicit ones
         # a document with a Title paragraph has its headings below it, as Word's
         # navigation pane and docling show them: Heading 1 becomes "##"
-        self.heading_shift = 0
+        self.heading_shift = 1 if titled else 0
         self.page = 1
         self.md = MarkdownBuilder()
         self.tables = 0
@@ -133,15 +128,10 @@ class _Walker:
         para.segments.append((self.page, ""))
 
     # -- blocks ----------------------------------------------------------------------------
-    def style_name(self, p: etree._Element) -> str:
-        ppr = _child(p, "pPr")
-        style_id = _attr(_child(ppr, "pStyle"), "val") if ppr is not None else None
-        return self.styles.get(style_id or "", style_id or "").strip()
-
     def _style(self, p: etree._Element) -> tuple[int, str | None]:
         """(heading level or 0, list marker or None) from style, outline level and numbering."""
         ppr = _child(p, "pPr")
-        name = self.style_name(p)
+        name = _style_name(self.styles, p)
         match = _HEADING.match(name)
         if match:
             return max(1, min(6, int(match.group(1)) + self.heading_shift)), None
@@ -322,10 +312,11 @@ class DocxConverter:
         if body is None:
             raise ConversionError("could not read this DOCX: it has no document body")
         rendered = any(_local(el) == "lastRenderedPageBreak" for el in body.iter())
-        walker = _Walker(_styles(archive, main), rendered)
-        walker.heading_shift = int(
-            any(_local(p) == "p" and walker.style_name(p).lower() == "title" for p in body.iter())
+        styles = _styles(archive, main)
+        titled = any(
+            _local(p) == "p" and _style_name(styles, p).lower() == "title" for p in body.iter()
         )
+        walker = _Walker(styles, rendered, titled)
         walker.container(body)
         notes = notes_write(
             walker.md, walker.notes, archive, main, lambda name: _xml(archive, name)
