@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pymupdf
@@ -410,14 +411,19 @@ def reading_order(blocks: list[Block], depth: int = 0) -> list[Block]:
     return ordered
 
 
-def join_lines(lines: list[Line]) -> Line:
-    """Lines of one paragraph become one line; words split by a hyphen are rejoined."""
+def join_lines(lines: list[Line], keeps_hyphen: Callable[[str, str], bool] | None = None) -> Line:
+    """Lines of one paragraph become one line; words split by a hyphen are rejoined
+    unless ``keeps_hyphen(text so far, next line)`` says the hyphen is a compound's."""
     text = ""
     parts: list[tuple[int, int, Box]] = []
     for line in lines:
         shift = len(text)
         if text:
             if re.search(r"[a-z]-$", text) and re.match(r"[a-z]", line.text):
+                if keeps_hyphen is not None and keeps_hyphen(text, line.text):
+                    text += line.text
+                    parts.extend((s + shift, e + shift, bx) for s, e, bx in line.parts)
+                    continue
                 s, _e, bx = parts[-1]
                 text = text[:-1]
                 parts[-1] = (s, len(text), bx)

@@ -15,6 +15,7 @@ from operator import attrgetter
 
 import pymupdf
 
+from documents.converters._hyphenation import LineEndHyphens
 from documents.converters._mdbuild import MarkdownBuilder, escape_line_start, table_cell
 from documents.converters._pdf_aligned import aligned_tables
 from documents.converters._pdf_layout import (
@@ -260,8 +261,15 @@ def _groups(
     return groups
 
 
-def _emit_text(md: MarkdownBuilder, page_no: int, kind: str, level: int, lines: list[Line]) -> None:
-    line = join_lines(lines)
+def _emit_text(
+    md: MarkdownBuilder,
+    page_no: int,
+    kind: str,
+    level: int,
+    lines: list[Line],
+    hyphens: LineEndHyphens,
+) -> None:
+    line = join_lines(lines, hyphens.keeps_hyphen)
     parts = [(s, e, page_no, bx) for s, e, bx in line.parts]
     if kind == "h":
         md.heading(level, line.text, page_no, parts)
@@ -371,8 +379,9 @@ class PdfConverter:
     name = "pymupdf-markdown"
     # 1.1: Arabic lam-alef ligatures in logical order; 1.2: pictograph-font markers are
     # bullets, control characters dropped, a bold paragraph's last line is no heading;
-    # 1.3: borderless tables (one-line cell blocks aligned in rows and columns)
-    version = "1.3.0"
+    # 1.3: borderless tables (one-line cell blocks aligned in rows and columns);
+    # 1.4: a line-end hyphen of a compound ("chat-/optimized") is kept
+    version = "1.4.0"
 
     def convert(self, data: bytes) -> Conversion:
         doc = _open(data)
@@ -403,6 +412,7 @@ class PdfConverter:
                 )
             raise ConversionError(NO_TEXT_IMAGES if images else NO_TEXT_EMPTY)
         headings = _Headings(doc, pages)
+        hyphens = LineEndHyphens(ln.text for blocks in pages for b in blocks for ln in b.lines)
         keys = furniture_keys(pages, heights)
         md = MarkdownBuilder()
         furniture = tables = 0
@@ -425,7 +435,7 @@ class PdfConverter:
                     words = words or _PageWords(page)
                     tables += _emit_table(md, words, page_no, content)
                 else:
-                    _emit_text(md, page_no, kind, level, content)
+                    _emit_text(md, page_no, kind, level, content, hyphens)
             md.blank(page_no)
         markdown, line_pages, spans = md.build(paged=True)
         meta = {k: _clean_meta(v) for k, v in (doc.metadata or {}).items() if _clean_meta(v)}

@@ -10,6 +10,7 @@ import pymupdf
 import pytest
 
 from documents.converters import ConversionError
+from documents.converters._hyphenation import LineEndHyphens
 from documents.converters._pdf_layout import TEXT_FLAGS
 from documents.converters.pdf import PdfConverter
 from documents.converters.sandbox import convert_isolated
@@ -472,3 +473,30 @@ def test_bold_headings_still_found_and_bold_paragraphs_not():
         "Every party to this agreement shall keep the signed records of each of its deliveries "
         "for six years" in md.split("\n")
     )
+
+
+def test_line_end_hyphen_of_a_compound_is_kept():
+    """test.pdf breaks "chat-optimized" and "conversation-centric" at their own hyphens;
+    joining them made words nobody wrote, while "lever-/age" is still one word."""
+    md = convert("markitdown/test_files/test.pdf").markdown
+    assert "because chat-optimized LLMs" in md and "chatoptimized" not in md
+    assert "via conversation-centric computation" in md
+    assert "leverage LLMs" in md and "potentially" in md
+
+
+def test_line_end_hyphens_ask_the_document_first_then_the_word_list():
+    hyphens = LineEndHyphens(
+        ["a data-base of note", "our notebook is here", "the rhon- then", "cus"]
+    )
+    # the document writes the compound whole: kept, though "database" is an English word
+    assert hyphens.keeps_hyphen("stored in a data-", "base of records")
+    # the document writes the word whole: joined, though both halves are words
+    assert not hyphens.keeps_hyphen("my note-", "book")
+    # the word list: a joined word is one word; two words without one are a compound
+    assert not hyphens.keeps_hyphen("for every-", "thing")
+    assert hyphens.keeps_hyphen("it is well-", "known")
+    # neither half is a word (Latin, names): joined, as typesetters' hyphens are
+    assert not hyphens.keeps_hyphen("nunc rhon-", "cus")
+    # one-letter halves are no compound, and no letters means nothing to keep
+    assert not hyphens.keeps_hyphen("an e-", "mail")
+    assert not hyphens.keeps_hyphen("page 12-", "13")

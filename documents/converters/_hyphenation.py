@@ -1,0 +1,82 @@
+"""Whether a hyphen at a line end splits one word ("lever-/age") or is part of a
+compound ("chat-/optimized"), so paragraphs are rejoined without inventing words.
+
+The document itself is asked first: a compound written whole elsewhere in it
+("chat-optimized") keeps its hyphen, a word written whole ("leverage") loses it.
+When the document does not tell, an English word list with inflections
+(pyspellchecker's, 160k words) does: a joined form that is a word is one word;
+two halves that are both words (and no joined word) are a compound. Anything
+else (names, Latin, jargon) is joined, as a typesetter's hyphenation usually is.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from importlib import resources
+
+_TOKEN = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+
+
+@lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    """pyspellchecker's English word list, read once per process and only when a
+    document leaves a line-end hyphen undecided. Read from the package's data file
+    (0.1 s) rather than through ``SpellChecker``, which also indexes it (0.2 s)."""
+    words = resources.files("spellchecker") / "resources" / "en.json.gz"
+    return frozenset(json.loads(gzip.decompress(words.read_bytes())))
+
+
+class LineEndHyphens:
+    """Decides line-end hyphens for one document from the words of its lines.
+
+    Only whole tokens inside lines are evidence: the fragments around a line-end
+    hyphen ("lever-", "age") are no words of their own, so the halves of an
+    undecided pair are looked up in the word list alone.
+    """
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.words: set[str] = set()
+        self.compounds: set[tuple[str, str]] = set()
+        for line in lines:
+            for token in _TOKEN.findall(line.lower()):
+                parts = token.split("-")
+                if len(parts) == 1:
+                    self.words.add(token)
+                else:
+                    self.compounds.update(zip(parts, parts[1:], strict=False))
+
+    def keeps_hyphen(self, before: str, after: str) -> bool:
+        """``before`` ends with the letters in front of the hyphen, ``after`` starts
+        with the letters that continue on the next line."""
+        head = _last_word(before)
+        tail = _first_word(after)
+        if not head or not tail:
+            return False
+        if (head, tail) in self.compounds:
+            return True
+        joined = head + tail
+        if joined in self.words:
+            return False
+        words = english_words()
+        if joined in words:
+            return False
+        return _known(head, words) and _known(tail, words)
+
+
+def _known(word: str, words: frozenset[str]) -> bool:
+    """A half of a compound is a word of two letters or more ("e-/mail" is joined)."""
+    return len(word) > 1 and word in words
+
+
+def _last_word(text: str) -> str:
+    match = re.search(r"([^\W\d_]+)-$", text)
+    return match.group(1).lower() if match else ""
+
+
+def _first_word(text: str) -> str:
+    match = re.match(r"[^\W\d_]+", text)
+    return match.group(0).lower() if match else ""
