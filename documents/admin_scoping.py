@@ -6,12 +6,17 @@ through ``organization_path``) is one of their memberships.
 
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db import models
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+
+# the start of an id or hash as lists, logs and trace lines show it: 8+ hex digits
+_ID_PREFIX = re.compile(r"[0-9a-f]{8}[0-9a-f-]{0,63}")
 
 
 def organization_ids_of(user) -> list:  # noqa: ANN001
@@ -30,6 +35,21 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
         return queryset.filter(
             **{f"{self.organization_path}__in": organization_ids_of(request.user)}
         )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        """``=id``-style fields also match the start of an id or hash: an officer pastes
+        "3f2a9c1e" from a trace line, not all 36 characters."""
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip().lower()
+        exact_fields = [field[1:] for field in self.search_fields if field.startswith("=")]
+        if exact_fields and _ID_PREFIX.fullmatch(term):
+            starts = Q()
+            for field in exact_fields:
+                starts |= Q(**{f"{field}__startswith": term})
+            results |= queryset.filter(starts)
+        return results, may_have_duplicates
 
     def formfield_for_foreignkey(
         self, db_field: models.ForeignKey, request: HttpRequest, **kwargs: object

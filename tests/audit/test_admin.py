@@ -408,3 +408,30 @@ def test_retry_skips_files_the_current_converter_refuses_for_good(trail):
     )
     assert File.objects.get(pk=crashed.pk).status == "pending"
     assert File.objects.get(pk=refused.pk).status == "failed"
+
+
+def test_search_finds_records_by_the_start_of_their_id_within_the_tenant(trail, answers):
+    """Trace lines and lists show ids in part: an officer pastes the first 8 characters."""
+    acme, globex = answers
+    client = _officer(trail.acme)
+    for term in (str(acme.pk)[:8], str(acme.pk)[:13].upper(), f"  {str(acme.pk)[:9]} "):
+        listing = client.get("/admin/citations/queryexecution/", {"q": term})
+        assert listing.status_code == 200
+        assert f"/admin/citations/queryexecution/{acme.pk}/change/" in listing.content.decode()
+    # another organization's answer is never found, whole id or part
+    for term in (str(globex.pk), str(globex.pk)[:8]):
+        listing = client.get("/admin/citations/queryexecution/", {"q": term}).content.decode()
+        assert f"/{globex.pk}/change/" not in listing and "0 results" in listing
+    # too short or not hex: no prefix match, and no error
+    unrelated = client.get("/admin/citations/queryexecution/", {"q": str(acme.pk)[:7]})
+    assert unrelated.status_code == 200 and "0 results" in unrelated.content.decode()
+    assert client.get("/admin/citations/queryexecution/", {"q": "zz-' OR 1=1"}).status_code == 200
+    # a chain entry by the start of its hash, a file by the start of its id
+    from audit.models import EvidenceEntry
+
+    entry = EvidenceEntry.objects.filter(organization_id=trail.acme.pk).first()
+    found = client.get("/admin/audit/evidenceentry/", {"q": entry.entry_hash[:10]})
+    assert f"/admin/audit/evidenceentry/{entry.pk}/change/" in found.content.decode()
+    source = acme.quoted_sources.first()
+    files = client.get("/admin/documents/file/", {"q": str(source.file_id)[:8]}).content.decode()
+    assert f"/admin/documents/file/{source.file_id}/change/" in files
