@@ -13,6 +13,8 @@ import hashlib
 import logging
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -21,7 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from documents.chunking import chunk_markdown
+from documents.chunking import ChunkSpan, chunk_markdown
 from documents.converters import Conversion, ConversionError
 from documents.converters.base import SourceSpan
 from documents.locating import Locator
@@ -36,6 +38,7 @@ from documents.models import (
     SourceBoxes,
 )
 from documents.storage import original_open
+from documents.word_boxes import DocumentWords
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
@@ -224,12 +227,44 @@ def _chunks_replace(markdown: DocumentMarkdown) -> None:
     structure = MarkdownStructure(markdown.markdown, body_start=markdown.body_start)
     boxes = getattr(markdown, "boxes", None)
     spans = [SourceSpan(*row) for row in (boxes.spans if boxes else [])]
-    locator = Locator(structure, line_pages=markdown.line_pages, spans=spans)
     chunk_spans = chunk_markdown(
         structure,
         target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
         overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
     )
+    with _pdf_words(record, spans) as page_words:
+        locator = Locator(
+            structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words
+        )
+        _chunks_create(record, markdown, locator, chunk_spans)
+
+
+@contextmanager
+def _pdf_words(record: File, spans: list[SourceSpan]) -> Iterator[DocumentWords | None]:
+    """A PDF's page words, so a chunk that starts or ends inside a line is boxed to
+    its own words; ``None`` (whole-line boxes) if the original cannot be read."""
+    if record.kind != "pdf" or not spans:
+        yield None
+        return
+    try:
+        with original_open(record.storage_key) as handle:
+            words = DocumentWords(handle.read())
+    except Exception as error:  # noqa: BLE001 - boxes fall back to whole lines
+        logger.warning("boxes of %s stay whole lines: %s", record.pk, error)
+        yield None
+        return
+    try:
+        yield words
+    finally:
+        words.close()
+
+
+def _chunks_create(
+    record: File,
+    markdown: DocumentMarkdown,
+    locator: Locator,
+    chunk_spans: list[ChunkSpan],
+) -> None:
     database_id = record.data_source.vector_database_id
     chunks, locations = [], []
     for position, span in enumerate(chunk_spans):

@@ -9,11 +9,12 @@ chunk's range exactly and each names a single page and a single heading path.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from documents.converters.base import SourceSpan
 from documents.markdown_structure import MarkdownStructure
+from documents.word_boxes import PageWords, line_box
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,12 @@ class Locator:
         *,
         line_pages: Sequence[int | None],
         spans: Sequence[SourceSpan] = (),
+        page_words: Callable[[int], PageWords | None] | None = None,
     ) -> None:
+        """``page_words`` (a PDF's words by page number) narrows a line the range
+        starts or ends inside to the words it carries; without it, whole lines."""
         self.structure = structure
+        self.page_words = page_words
         self.line_pages = list(line_pages)
         self.spans = sorted(spans, key=lambda s: s.char_start)
         self._span_starts = [s.char_start for s in self.spans]
@@ -88,7 +93,16 @@ class Locator:
             if span.char_start >= end:
                 break
             if span.char_end > start and span.page_number == page:
-                box = [round(span.x0, 2), round(span.y0, 2), round(span.x1, 2), round(span.y1, 2)]
-                if box not in boxes:
-                    boxes.append(box)
+                for box in self._line_boxes(span, start, end):
+                    if box not in boxes:
+                        boxes.append(box)
         return boxes
+
+    def _line_boxes(self, span: SourceSpan, start: int, end: int) -> list[list[float]]:
+        row = [span.char_start, span.char_end, span.page_number, span.x0, span.y0, span.x1, span.y1]
+        whole = start <= span.char_start and span.char_end <= end
+        words = None if whole or self.page_words is None else self.page_words(span.page_number)
+        if words is None:
+            return [line_box(row)]
+        text = self.structure.markdown[span.char_start : span.char_end]
+        return words.narrowed(row, text, [(start, end)]) or [line_box(row)]

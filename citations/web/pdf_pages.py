@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import pymupdf
 from django.http import Http404
 
-from citations.web.word_boxes import PageWords, line_box
 from documents.models import File
 from documents.storage import original_open
+from documents.word_boxes import PageWords, line_box
 
 RENDER_DPI = 120
 MAX_SIDE_PX = 2000  # a poster-sized page is scaled down instead of rendered huge

@@ -44,6 +44,7 @@ from documents.converters import ConversionError, converter_for
 from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
 from documents.sniffing import sniff
+from documents.word_boxes import DocumentWords
 from tests.conftest import CORPUS
 from tests.support.invariants import assert_chunk_invariants, headings_in_force
 
@@ -455,7 +456,12 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
     structure = MarkdownStructure(markdown, body_start=body_start)
     spans = chunk_markdown(structure, target=TARGET, overlap=OVERLAP)
     assert spans, f"{name}: no chunks"
-    locator = Locator(structure, line_pages=conversion.line_pages, spans=conversion.spans)
+    # a PDF's boxes narrowed to the words of ranges that start or end inside a line,
+    # as ingestion stores them
+    page_words = DocumentWords(data) if kind == "pdf" else None
+    locator = Locator(
+        structure, line_pages=conversion.line_pages, spans=conversion.spans, page_words=page_words
+    )
     lines = _Lines(markdown)
     headings = _Headings(markdown, body_start)
 
@@ -523,6 +529,7 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
     finally:
         if pdf is not None:
             pdf.close()
+            page_words.close()
     tally.words += file_words
     tally.verified += file_verified
 

@@ -10,10 +10,10 @@ import pymupdf
 import pytest
 
 from citations.generators.extractive import sentences_of
-from citations.web.word_boxes import PageWords, _key
 from documents.chunking import chunk_markdown
 from documents.converters import ConversionError, converter_for
 from documents.markdown_structure import MarkdownStructure
+from documents.word_boxes import PageWords, _key
 from tests.conftest import CORPUS
 
 PDFS = sorted(

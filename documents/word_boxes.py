@@ -2,7 +2,8 @@
 
 The converter stores one box per PDF line (or table cell) with the Markdown
 characters it produced. A chunk or quoted sentence that starts or ends inside
-a line would light up the whole line; here such a line is narrowed to the
+a line would light up the whole line; here such a line (in a chunk's Locations
+at ingestion, and in the viewer for quoted sentences) is narrowed to the
 boxes of the words that carry the range's characters, read from the page with
 ``get_text('words')``. The line's Markdown words and the page's words are
 matched in order (escapes, emphasis marks and case ignored); when a word of
@@ -18,6 +19,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from difflib import SequenceMatcher
+
+import pymupdf
 
 from documents.converters._pdf_words import PageWordIndex
 
@@ -88,3 +91,28 @@ class PageWords(PageWordIndex):
             ]
             boxes.append([round(float(v), 2) for v in narrowed])
         return boxes
+
+
+class DocumentWords:
+    """The words of a PDF's pages, each page read when first asked for.
+
+    Used where a range's boxes are narrowed outside the viewer (chunk locations at
+    ingestion); the bytes already went through the sandboxed converter, so the
+    parser is known to handle them. A page that cannot be read gives ``None``,
+    and its lines keep their whole boxes.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.document = pymupdf.open(stream=data, filetype="pdf")
+        self._pages: dict[int, PageWords | None] = {}
+
+    def __call__(self, number: int) -> PageWords | None:
+        if number not in self._pages:
+            try:
+                self._pages[number] = PageWords(self.document[number - 1])
+            except Exception:  # noqa: BLE001 - a damaged page keeps whole-line boxes
+                self._pages[number] = None
+        return self._pages[number]
+
+    def close(self) -> None:
+        self.document.close()
