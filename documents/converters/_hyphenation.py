@@ -14,10 +14,11 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 
+_LONGEST_WORD = 64  # the letters before a line-end hyphen are looked for this far back
 _TOKEN = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 
@@ -35,19 +36,24 @@ class LineEndHyphens:
 
     Only whole tokens inside lines are evidence: the fragments around a line-end
     hyphen ("lever-", "age") are no words of their own, so the halves of an
-    undecided pair are looked up in the word list alone.
+    undecided pair are looked up in the word list alone. The document's words
+    are gathered at the first line-end hyphen (a document without one pays
+    nothing).
     """
 
-    def __init__(self, lines: Iterable[str]) -> None:
-        self.words: set[str] = set()
-        self.compounds: set[tuple[str, str]] = set()
-        for line in lines:
-            for token in _TOKEN.findall(line.lower()):
-                parts = token.split("-")
-                if len(parts) == 1:
-                    self.words.add(token)
-                else:
-                    self.compounds.update(zip(parts, parts[1:], strict=False))
+    def __init__(self, lines: Sequence[str]) -> None:
+        self._lines = lines
+        self._words: set[str] | None = None
+        self._compounds: set[tuple[str, str]] = set()
+
+    def _evidence(self) -> set[str]:
+        if self._words is None:
+            self._words = set(_TOKEN.findall("\n".join(self._lines).lower()))
+            for token in self._words:
+                if "-" in token:
+                    parts = token.split("-")
+                    self._compounds.update(zip(parts, parts[1:], strict=False))
+        return self._words
 
     def keeps_hyphen(self, before: str, after: str) -> bool:
         """``before`` ends with the letters in front of the hyphen, ``after`` starts
@@ -56,15 +62,16 @@ class LineEndHyphens:
         tail = _first_word(after)
         if not head or not tail:
             return False
-        if (head, tail) in self.compounds:
+        words = self._evidence()  # hyphenated tokens in it never equal a joined word
+        if (head, tail) in self._compounds:
             return True
         joined = head + tail
-        if joined in self.words:
-            return False
-        words = english_words()
         if joined in words:
             return False
-        return _known(head, words) and _known(tail, words)
+        english = english_words()
+        if joined in english:
+            return False
+        return _known(head, english) and _known(tail, english)
 
 
 def _known(word: str, words: frozenset[str]) -> bool:
@@ -73,7 +80,7 @@ def _known(word: str, words: frozenset[str]) -> bool:
 
 
 def _last_word(text: str) -> str:
-    match = re.search(r"([^\W\d_]+)-$", text)
+    match = re.search(r"([^\W\d_]+)-$", text[-_LONGEST_WORD:])
     return match.group(1).lower() if match else ""
 
 

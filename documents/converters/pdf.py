@@ -412,7 +412,7 @@ class PdfConverter:
                 )
             raise ConversionError(NO_TEXT_IMAGES if images else NO_TEXT_EMPTY)
         headings = _Headings(doc, pages)
-        hyphens = LineEndHyphens(ln.text for blocks in pages for b in blocks for ln in b.lines)
+        hyphens = LineEndHyphens([ln.text for blocks in pages for b in blocks for ln in b.lines])
         keys = furniture_keys(pages, heights)
         md = MarkdownBuilder()
         furniture = tables = 0
