@@ -215,12 +215,14 @@ def file_chunk(*, file_id: str) -> bool:
     if markdown is None:
         file_fail(file_id=file_id, reason="converted Markdown is missing; retry the file")
         return False
-    _chunks_replace(markdown)
+    # the original is read from storage before the transaction opens
+    with _pdf_words(markdown.file) as page_words:
+        _chunks_replace(markdown, page_words)
     return True
 
 
 @transaction.atomic
-def _chunks_replace(markdown: DocumentMarkdown) -> None:
+def _chunks_replace(markdown: DocumentMarkdown, page_words: DocumentWords | None) -> None:
     record = markdown.file
     Location.objects.filter(chunk__markdown=markdown).delete()
     Chunk.objects.filter(markdown=markdown).delete()
@@ -232,18 +234,15 @@ def _chunks_replace(markdown: DocumentMarkdown) -> None:
         target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
         overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
     )
-    with _pdf_words(record, spans) as page_words:
-        locator = Locator(
-            structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words
-        )
-        _chunks_create(record, markdown, locator, chunk_spans)
+    locator = Locator(structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words)
+    _chunks_create(record, markdown, locator, chunk_spans)
 
 
 @contextmanager
-def _pdf_words(record: File, spans: list[SourceSpan]) -> Iterator[DocumentWords | None]:
+def _pdf_words(record: File) -> Iterator[DocumentWords | None]:
     """A PDF's page words, so a chunk that starts or ends inside a line is boxed to
     its own words; ``None`` (whole-line boxes) if the original cannot be read."""
-    if record.kind != "pdf" or not spans:
+    if record.kind != "pdf":
         yield None
         return
     try:

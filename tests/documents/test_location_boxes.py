@@ -12,13 +12,18 @@ import re
 
 import pymupdf
 import pytest
+from django.conf import settings
 
+from documents import ingestion
 from documents.chunking import chunk_markdown
 from documents.converters import ConversionError, converter_for
 from documents.converters._pdf_layout import TEXT_FLAGS  # glyphs decoded as converted
 from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
+from documents.models import File, Location
+from documents.storage import original_delete
 from documents.word_boxes import DocumentWords
+from tests import factories
 from tests.documents.test_provenance_corpus import CORPUS_FILES, OVERLAP, TARGET, _case_id
 
 PDFS = [name for name in CORPUS_FILES if name.lower().endswith(".pdf")]
@@ -80,3 +85,56 @@ def test_whole_line_boxes_claimed_neighbours_words(corpus):
     data = (corpus / "markitdown/test_files/test.pdf").read_bytes()
     assert len(_foreign_words(data, narrowed=False)) >= 10
     assert _foreign_words(data, narrowed=True) == []
+
+
+def _ingest_stages(record: File) -> None:
+    for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
+        stage(file_id=str(record.pk))
+    record.refresh_from_db()
+
+
+@pytest.mark.django_db
+def test_ingestion_stores_narrowed_boxes_and_keeps_whole_lines_without_the_original(corpus):
+    data = (corpus / "markitdown/test_files/test.pdf").read_bytes()
+    source = factories.data_source()
+    narrowed = factories.upload(source, "test.pdf", data).file
+    _ingest_stages(narrowed)
+    assert narrowed.status == "ready", narrowed.error_message
+    stored = {
+        (loc.char_start, loc.char_end): loc.boxes
+        for loc in Location.objects.filter(chunk__file=narrowed)
+    }
+    expected = _locations(data, narrowed=True)
+    assert stored == expected and stored != _locations(data, narrowed=False)
+
+    # the original gone between conversion and chunking: whole lines, not a failure
+    again = factories.upload(source, "copy.pdf", data + b"\n%copy\n").file
+    ingestion.file_convert(file_id=str(again.pk))
+    original_delete(again.storage_key)
+    ingestion.file_chunk(file_id=str(again.pk))
+    again.refresh_from_db()
+    assert again.status == "embedding", again.error_message
+    whole = {
+        (loc.char_start, loc.char_end): loc.boxes
+        for loc in Location.objects.filter(chunk__file=again)
+    }
+    assert whole == _locations(data + b"\n%copy\n", narrowed=False)
+
+
+def _locations(data: bytes, *, narrowed: bool) -> dict[tuple[int, int], list[list[float]]]:
+    conversion = converter_for("pdf").convert(data)
+    structure = MarkdownStructure(conversion.markdown, body_start=conversion.body_start)
+    words = DocumentWords(data) if narrowed else None
+    locator = Locator(
+        structure, line_pages=conversion.line_pages, spans=conversion.spans, page_words=words
+    )
+    spans = chunk_markdown(
+        structure,
+        target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
+        overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
+    )
+    return {
+        (d.char_start, d.char_end): d.boxes
+        for span in spans
+        for d in locator.locate(span.char_start, span.char_end)
+    }
