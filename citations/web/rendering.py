@@ -19,17 +19,12 @@ Range = tuple[int, int]
 _BACKSLASH_ESCAPE = re.compile(r"\\[!-/:-@\[-`{-~]")
 # the converters keep a body line such as "1. April" from becoming a list item as "\1. April"
 _NUMBER_ESCAPE = re.compile(r"(?m)^[ \t]*(\\)(?=\d{1,9}[.)])")
-# emphasis on one line: "**Note:**", "__key__", "*term*", "_term_", unescaped and not
-# inside a word (so snake_case and 2*3*4 stay as written)
-_STRONG = re.compile(r"(?<![\\*_\w])(\*\*|__)(?=[^\s*_])(.+?)(?<=[^\s\\*_])\1(?![*_\w])")
-_EMPHASIS = re.compile(r"(?<![\\*_\w])(\*|_)(?=[^\s*_])(.+?)(?<=[^\s\\*_])\1(?![*_\w])")
 # where a backslash is literal: fenced code blocks and code spans
 _CODE = re.compile(r"(?ms)^[ ]{0,3}(`{3,}|~{3,}).*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|(`+)[^\n]+?\2")
 
 
-def _syntax_marks(text: str) -> set[int]:
-    """Offsets of the characters that are only Markdown syntax to a reader: the
-    backslashes of escapes and the delimiters of emphasis (outside code)."""
+def _escape_backslashes(text: str) -> set[int]:
+    """Offsets of the backslashes that only escape Markdown syntax (outside code)."""
     code = [m.span() for m in _CODE.finditer(text)]
 
     def in_code(at: int) -> bool:
@@ -37,10 +32,6 @@ def _syntax_marks(text: str) -> set[int]:
 
     found = {m.start() for m in _BACKSLASH_ESCAPE.finditer(text)}
     found |= {m.start(1) for m in _NUMBER_ESCAPE.finditer(text)}
-    for pattern in (_STRONG, _EMPHASIS):
-        for m in pattern.finditer(text):
-            width = len(m.group(1))
-            found |= {*range(m.start(1), m.end(1)), *range(m.end(2), m.end(2) + width)}
     return {at for at in found if not in_code(at)}
 
 
@@ -50,10 +41,9 @@ def _shown(text: str, start: int, end: int, hidden: set[int]) -> str:
 
 
 def readable(text: str) -> str:
-    """``text`` without the Markdown syntax a reader should not see: backslash
-    escapes (``different\\_first\\_page`` reads ``different_first_page``) and
-    emphasis marks (``**provider**: X`` reads ``provider: X``); code keeps them."""
-    return _shown(text, 0, len(text), _syntax_marks(text))
+    """``text`` without the Markdown backslash escapes a reader should not see
+    (``different\\_first\\_page`` reads ``different_first_page``); code keeps them."""
+    return _shown(text, 0, len(text), _escape_backslashes(text))
 
 
 def marked(
@@ -62,10 +52,10 @@ def marked(
     """``text`` escaped, with ``<mark>`` around the parts inside ``ranges``.
 
     ``ranges`` are absolute offsets; ``base`` is the offset of ``text[0]``.
-    ``for_reading`` drops Markdown backslash escapes and emphasis marks (passages
-    shown to readers); the viewer's Markdown lines keep them, as stored.
+    ``for_reading`` drops Markdown backslash escapes (passages shown to readers);
+    the viewer's Markdown lines keep them, as the stored Markdown has them.
     """
-    hidden = _syntax_marks(text) if for_reading else set()
+    hidden = _escape_backslashes(text) if for_reading else set()
     end_of_text = base + len(text)
     spans = sorted(
         (max(a, base) - base, min(b, end_of_text) - base)
@@ -100,7 +90,7 @@ class Marker:
 
 def answer_html(answer: str, markers: Sequence[Marker]) -> SafeString:
     """The answer with each claim's ``[n]`` marker turned into a link to its source."""
-    hidden = _syntax_marks(answer)
+    hidden = _escape_backslashes(answer)
     parts, cursor = [], 0
     for marker in sorted(markers, key=lambda m: m.at):
         token = f" [{marker.quoted_as}]"

@@ -50,27 +50,3 @@ def test_an_escape_cut_by_a_mark_or_a_mid_line_piece_reads_the_same():
     at = stored.index("_net")  # a mark starting between the backslash and its character
     html = marked(stored, [(at, len(stored))], for_reading=True)
     assert html == "Total <mark>_net_ value: 1. see \\1. here</mark>"
-
-
-def test_reading_drops_emphasis_marks_but_not_literal_stars_or_underscores():
-    # a JSON value's "**key**: value" line and a DOCX bold run, as answers quote them
-    assert readable("**provider**: MediCare Plus") == "provider: MediCare Plus"
-    assert readable("**Note:** read _this_ and *that*.") == "Note: read this and that."
-    # not emphasis: inside words, around spaces, escaped, or in code
-    for literal in ("snake_case and foo_bar_baz", "2*3*4 = 24", "a ** b ** c", "`**code**`"):
-        assert readable(literal) == literal
-    assert readable(r"Total \_net\_ value") == "Total _net_ value"
-    # one line at a time: a star opening one line never pairs with the next line's
-    assert readable("* item one\n* item two") == "* item one\n* item two"
-
-
-def test_answers_and_passages_read_without_emphasis_marks_on_the_same_words():
-    answer = "**provider**: MediCare Plus [1]"
-    at = answer.index(" [1]")
-    html = answer_html(answer, [Marker(at=at, quoted_as="1", href="/s/1", label="source 1")])
-    assert html.startswith('provider: MediCare Plus <a class="ref" href="/s/1"')
-    stored = "- **provider**: MediCare Plus\n- **coverage**: family"
-    start, end = stored.index("**provider"), stored.index("\n")
-    shown = marked(stored, [(start, end)], for_reading=True)
-    assert "<mark>provider: MediCare Plus</mark>" in shown
-    assert "**provider**" in marked(stored, [(start, end)])  # the viewer's lines: as stored
