@@ -13,8 +13,6 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -23,9 +21,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from documents.chunking import ChunkSpan, chunk_markdown
+from documents.chunking import chunk_markdown
 from documents.converters import Conversion, ConversionError
 from documents.converters.base import SourceSpan
+from documents.converters.sandbox import pdf_words_isolated
 from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
 from documents.models import (
@@ -215,55 +214,27 @@ def file_chunk(*, file_id: str) -> bool:
     if markdown is None:
         file_fail(file_id=file_id, reason="converted Markdown is missing; retry the file")
         return False
-    # the original is read from storage before the transaction opens
-    with _pdf_words(markdown.file) as page_words:
-        _chunks_replace(markdown, page_words)
+    # the PDF's words are read (in the sandbox) and the rows computed before the
+    # transaction opens: it only deletes an earlier try and writes
+    chunks, locations = _chunk_rows(markdown, _pdf_words(markdown.file))
+    _chunks_replace(markdown, chunks, locations)
     return True
 
 
-@transaction.atomic
-def _chunks_replace(markdown: DocumentMarkdown, page_words: DocumentWords | None) -> None:
+def _chunk_rows(
+    markdown: DocumentMarkdown, page_words: DocumentWords | None
+) -> tuple[list[Chunk], list[Location]]:
+    """The chunks of the draft Markdown and their Locations, not yet saved."""
     record = markdown.file
-    Location.objects.filter(chunk__markdown=markdown).delete()
-    Chunk.objects.filter(markdown=markdown).delete()
     structure = MarkdownStructure(markdown.markdown, body_start=markdown.body_start)
     boxes = getattr(markdown, "boxes", None)
     spans = [SourceSpan(*row) for row in (boxes.spans if boxes else [])]
+    locator = Locator(structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words)
     chunk_spans = chunk_markdown(
         structure,
         target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
         overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
     )
-    locator = Locator(structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words)
-    _chunks_create(record, markdown, locator, chunk_spans)
-
-
-@contextmanager
-def _pdf_words(record: File) -> Iterator[DocumentWords | None]:
-    """A PDF's page words, so a chunk that starts or ends inside a line is boxed to
-    its own words; ``None`` (whole-line boxes) if the original cannot be read."""
-    if record.kind != "pdf":
-        yield None
-        return
-    try:
-        with original_open(record.storage_key) as handle:
-            words = DocumentWords(handle.read())
-    except Exception as error:  # noqa: BLE001 - boxes fall back to whole lines
-        logger.warning("boxes of %s stay whole lines: %s", record.pk, error)
-        yield None
-        return
-    try:
-        yield words
-    finally:
-        words.close()
-
-
-def _chunks_create(
-    record: File,
-    markdown: DocumentMarkdown,
-    locator: Locator,
-    chunk_spans: list[ChunkSpan],
-) -> None:
     database_id = record.data_source.vector_database_id
     chunks, locations = [], []
     for position, span in enumerate(chunk_spans):
@@ -291,9 +262,41 @@ def _chunks_create(
         )
         chunks.append(chunk)
         locations += [Location(chunk=chunk, ordinal=i, **vars(d)) for i, d in enumerate(drafts)]
+    return chunks, locations
+
+
+@transaction.atomic
+def _chunks_replace(
+    markdown: DocumentMarkdown, chunks: list[Chunk], locations: list[Location]
+) -> None:
+    Location.objects.filter(chunk__markdown=markdown).delete()
+    Chunk.objects.filter(markdown=markdown).delete()
     Chunk.objects.bulk_create(chunks, batch_size=500)
     Location.objects.bulk_create(locations, batch_size=1000)
-    _advance(str(record.pk), to=FileStatus.EMBEDDING, progress_done=0, progress_total=len(chunks))
+    _advance(
+        str(markdown.file_id), to=FileStatus.EMBEDDING, progress_done=0, progress_total=len(chunks)
+    )
+
+
+def _pdf_words(record: File) -> DocumentWords | None:
+    """A PDF's page words, read in the sandbox under the conversion limits, so a chunk
+    that starts or ends inside a line is boxed to its own words; ``None`` (whole-line
+    boxes, logged) when the original cannot be read."""
+    if record.kind != "pdf":
+        return None
+    try:
+        with original_open(record.storage_key) as handle:
+            data = handle.read()
+        return DocumentWords(
+            pdf_words_isolated(
+                data,
+                timeout_s=settings.PROVENANCE_CONVERT_TIMEOUT_SECONDS,
+                memory_mb=settings.PROVENANCE_CONVERT_MEMORY_MB,
+            )
+        )
+    except Exception as error:  # noqa: BLE001 - storage or sandbox: never fails the file
+        logger.warning("boxes of %s stay whole lines: %s", record.pk, error)
+        return None
 
 
 # --- stage 3: embed ---------------------------------------------------------------

@@ -105,4 +105,5 @@ class Locator:
         if words is None:
             return [line_box(row)]
         text = self.structure.markdown[span.char_start : span.char_end]
-        return words.narrowed(row, text, [(start, end)]) or [line_box(row)]
+        # [] when the range holds only spaces of this line: it carries none of its words
+        return words.narrowed(row, text, [(start, end)])

@@ -22,6 +22,7 @@ from difflib import SequenceMatcher
 
 import pymupdf
 
+from documents.converters._pdf_layout import TEXT_FLAGS
 from documents.converters._pdf_words import PageWordIndex
 
 Range = tuple[int, int]
@@ -94,25 +95,23 @@ class PageWords(PageWordIndex):
 
 
 class DocumentWords:
-    """The words of a PDF's pages, each page read when first asked for.
+    """The words of a PDF's pages, as ``pdf_words_isolated`` read them, indexed per
+    page when first asked for; ``None`` for a page it does not have."""
 
-    Used where a range's boxes are narrowed outside the viewer (chunk locations at
-    ingestion); the bytes already went through the sandboxed converter, so the
-    parser is known to handle them. A page that cannot be read gives ``None``,
-    and its lines keep their whole boxes.
-    """
+    def __init__(self, pages: Sequence[Sequence[Sequence]]) -> None:
+        self.pages = pages
+        self._indexes: dict[int, PageWords] = {}
 
-    def __init__(self, data: bytes) -> None:
-        self.document = pymupdf.open(stream=data, filetype="pdf")
-        self._pages: dict[int, PageWords | None] = {}
+    @classmethod
+    def read(cls, data: bytes) -> DocumentWords:
+        """Read in this process: for bytes the sandboxed converter has already read
+        (tests, and the corpus checks that replay ingestion)."""
+        with pymupdf.open(stream=data, filetype="pdf") as document:
+            return cls([page.get_text("words", flags=TEXT_FLAGS) for page in document])
 
     def __call__(self, number: int) -> PageWords | None:
-        if number not in self._pages:
-            try:
-                self._pages[number] = PageWords(self.document[number - 1])
-            except Exception:  # noqa: BLE001 - a damaged page keeps whole-line boxes
-                self._pages[number] = None
-        return self._pages[number]
-
-    def close(self) -> None:
-        self.document.close()
+        if not 1 <= number <= len(self.pages):
+            return None
+        if number not in self._indexes:
+            self._indexes[number] = PageWords(None, words=self.pages[number - 1])
+        return self._indexes[number]

@@ -65,13 +65,26 @@ class LineEndHyphens:
         words = self._evidence()  # hyphenated tokens in it never equal a joined word
         if (head, tail) in self._compounds:
             return True
-        joined = head + tail
-        if joined in words:
+        forms = _forms(head + tail)
+        if any(form in words for form in forms):
             return False
         english = english_words()
-        if joined in english:
+        if any(form in english for form in forms):
             return False
         return _known(head, english) and _known(tail, english)
+
+
+_ENDINGS = ("s", "es", "ed", "d", "ing", "er", "ers")
+
+
+def _forms(word: str) -> list[str]:
+    """``word`` and its stems without a common ending: "data-/sets" is one word in a
+    paper that writes "dataset", though neither word list has "datasets"."""
+    return [word] + [
+        word[: -len(ending)]
+        for ending in _ENDINGS
+        if word.endswith(ending) and len(word) - len(ending) >= 4
+    ]
 
 
 def _known(word: str, words: frozenset[str]) -> bool:

@@ -7,7 +7,8 @@ The child imports only the converter registry, never Django.
 
 Child protocol: ``python -m documents.converters.sandbox KIND IN OUT`` reads
 the bytes from IN and writes ``{"ok": conversion}`` or ``{"error": reason}``
-JSON to OUT.
+JSON to OUT. KIND ``pdf-words`` answers a PDF's words page by page instead,
+for boxes narrowed at the chunk stage.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ _MEMORY = "__memory__"
 # Test-only fault injection: when this variable is "segv" the child kills itself with
 # SIGSEGV before converting, so tests can prove a parser crash is reported, not fatal.
 FAULT_ENV = "PROVENANCE_SANDBOX_TEST_FAULT"
-_KIND_NAMES = {"pdf": "PDF", "docx": "DOCX", "pptx": "PPTX", "json": "JSON", "html": "HTML"}
+PDF_WORDS = "pdf-words"  # not a conversion: the words of every page of a converted PDF
+_KIND_NAMES = {
+    PDF_WORDS: "PDF",
+    "pdf": "PDF",
+    "docx": "DOCX",
+    "pptx": "PPTX",
+    "json": "JSON",
+    "html": "HTML",
+}
 
 
 def _limits(memory_mb: int, cpu_s: int):
@@ -46,6 +55,20 @@ def convert_isolated(
     data: bytes, kind: str, *, timeout_s: float = 120, memory_mb: int = 2048
 ) -> Conversion:
     """Convert in a child process; any failure is a ``ConversionError`` with a readable reason."""
+    return Conversion.from_json(_run_child(data, kind, timeout_s=timeout_s, memory_mb=memory_mb))
+
+
+def pdf_words_isolated(
+    data: bytes, *, timeout_s: float = 120, memory_mb: int = 2048
+) -> list[list[list]]:
+    """Every page's words (``get_text('words')`` with the converter's flags), read in
+    a child process under the same limits as a conversion: ``[page][word] = [x0, y0,
+    x1, y1, text, ...]``. Any failure is a ``ConversionError``."""
+    return _run_child(data, PDF_WORDS, timeout_s=timeout_s, memory_mb=memory_mb)
+
+
+def _run_child(data: bytes, kind: str, *, timeout_s: float, memory_mb: int) -> object:
+    """What the child answered as ``ok``; its error, limit or crash as ``ConversionError``."""
     timeout_text = f"{timeout_s:g}"
     with tempfile.TemporaryDirectory(prefix="convert-") as tmp:
         src, out = Path(tmp) / "input", Path(tmp) / "output.json"
@@ -76,7 +99,7 @@ def convert_isolated(
             except ValueError:
                 result = None
     if result is not None and "ok" in result:
-        return Conversion.from_json(result["ok"])
+        return result["ok"]
     memory = f"conversion needed more than {memory_mb} MB of memory"
     if result is not None and "error" in result:
         if result["error"] == _MEMORY:
@@ -106,7 +129,10 @@ def _child(kind: str, src: str, out: str) -> int:
         os.kill(os.getpid(), signal.SIGSEGV)
     data = Path(src).read_bytes()
     try:
-        payload = {"ok": converter_for(kind).convert(data).to_json()}
+        if kind == PDF_WORDS:
+            payload = {"ok": _pdf_words(data)}
+        else:
+            payload = {"ok": converter_for(kind).convert(data).to_json()}
     except ConversionError as exc:
         payload = {"error": exc.reason, "permanent": exc.permanent}
     except MemoryError:
@@ -119,6 +145,17 @@ def _child(kind: str, src: str, out: str) -> int:
         }
     Path(out).write_text(json.dumps(payload), "utf-8")
     return 0
+
+
+def _pdf_words(data: bytes) -> list[list[list]]:
+    import pymupdf
+
+    from documents.converters._pdf_layout import TEXT_FLAGS
+
+    with pymupdf.open(stream=data, filetype="pdf") as document:
+        return [
+            [list(w[:5]) for w in page.get_text("words", flags=TEXT_FLAGS)] for page in document
+        ]
 
 
 if __name__ == "__main__":

@@ -497,6 +497,11 @@ def test_line_end_hyphens_ask_the_document_first_then_the_word_list():
     assert hyphens.keeps_hyphen("it is well-", "known")
     # neither half is a word (Latin, names): joined, as typesetters' hyphens are
     assert not hyphens.keeps_hyphen("nunc rhon-", "cus")
+    # the document's word with an ending: "data-/sets" where the paper writes "dataset"
+    papers = LineEndHyphens(["each dataset is split", "a timestamp per row"])
+    assert not papers.keeps_hyphen("the data-", "sets are")
+    assert not papers.keeps_hyphen("two time-", "stamped rows")
+    assert papers.keeps_hyphen("the work-", "flows run")  # nothing says "workflow"
     # one-letter halves are no compound, and no letters means nothing to keep
     assert not hyphens.keeps_hyphen("an e-", "mail")
     assert not hyphens.keeps_hyphen("page 12-", "13")

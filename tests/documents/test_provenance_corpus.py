@@ -458,7 +458,7 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
     assert spans, f"{name}: no chunks"
     # a PDF's boxes narrowed to the words of ranges that start or end inside a line,
     # as ingestion stores them
-    page_words = DocumentWords(data) if kind == "pdf" else None
+    page_words = DocumentWords.read(data) if kind == "pdf" else None
     locator = Locator(
         structure, line_pages=conversion.line_pages, spans=conversion.spans, page_words=page_words
     )
@@ -529,7 +529,6 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
     finally:
         if pdf is not None:
             pdf.close()
-            page_words.close()
     tally.words += file_words
     tally.verified += file_verified
 
