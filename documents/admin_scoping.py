@@ -42,8 +42,11 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
         """``=id``-style fields also match the start of an id or hash: an officer pastes
         "3f2a9c1e" from a trace line, not all 36 characters."""
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        term = search_term.strip().lower()
-        exact_fields = [field[1:] for field in self.search_fields if field.startswith("=")]
+        term = search_term.strip().strip("\"'").lower()
+        fields = self.get_search_fields(request)
+        exact_fields = [field[1:] for field in fields if field.startswith("=")]
+        # a prefix match casts the id to text and scans the tenant's rows: fine for an
+        # officer's search, and only for a term that looks like the start of an id
         if exact_fields and _ID_PREFIX.fullmatch(term):
             starts = Q()
             for field in exact_fields:

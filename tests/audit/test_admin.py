@@ -414,7 +414,7 @@ def test_search_finds_records_by_the_start_of_their_id_within_the_tenant(trail, 
     """Trace lines and lists show ids in part: an officer pastes the first 8 characters."""
     acme, globex = answers
     client = _officer(trail.acme)
-    for term in (str(acme.pk)[:8], str(acme.pk)[:13].upper(), f"  {str(acme.pk)[:9]} "):
+    for term in (str(acme.pk)[:8], str(acme.pk)[:13].upper(), f' "{str(acme.pk)[:9]}" '):
         listing = client.get("/admin/citations/queryexecution/", {"q": term})
         assert listing.status_code == 200
         assert f"/admin/citations/queryexecution/{acme.pk}/change/" in listing.content.decode()
