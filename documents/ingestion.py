@@ -233,7 +233,7 @@ def _chunk_rows(markdown: DocumentMarkdown) -> tuple[list[Chunk], list[Location]
     boxes = getattr(markdown, "boxes", None)
     spans = [SourceSpan(*row) for row in (boxes.spans if boxes else [])]
     with ThreadPoolExecutor(max_workers=1) as reader:
-        words = reader.submit(_pdf_words, record)
+        words = reader.submit(_page_words, record)
         chunk_spans = chunk_markdown(
             structure,
             target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
@@ -284,7 +284,7 @@ def _chunks_replace(
     )
 
 
-def _pdf_words(record: File) -> DocumentWords | None:
+def _page_words(record: File) -> DocumentWords | None:
     """A PDF's page words, read in the sandbox under the conversion limits, so a chunk
     that starts or ends inside a line is boxed to its own words; ``None`` (whole-line
     boxes, logged) when the original cannot be read."""

@@ -94,6 +94,15 @@ class PageWords(PageWordIndex):
         return boxes
 
 
+def pdf_page_words(data: bytes) -> list[list[list]]:
+    """Every page's words as the converter reads text: ``[page][word] = [x0, y0, x1,
+    y1, text]``, plain lists so the sandbox can answer them as JSON."""
+    with pymupdf.open(stream=data, filetype="pdf") as document:
+        return [
+            [list(w[:5]) for w in page.get_text("words", flags=TEXT_FLAGS)] for page in document
+        ]
+
+
 class DocumentWords:
     """The words of a PDF's pages, as ``pdf_words_isolated`` read them, indexed per
     page when first asked for; ``None`` for a page it does not have."""
@@ -106,8 +115,7 @@ class DocumentWords:
     def read(cls, data: bytes) -> DocumentWords:
         """Read in this process: for bytes the sandboxed converter has already read
         (tests, and the corpus checks that replay ingestion)."""
-        with pymupdf.open(stream=data, filetype="pdf") as document:
-            return cls([page.get_text("words", flags=TEXT_FLAGS) for page in document])
+        return cls(pdf_page_words(data))
 
     def __call__(self, number: int) -> PageWords | None:
         if not 1 <= number <= len(self.pages):

@@ -419,11 +419,10 @@ def join_lines(lines: list[Line], keeps_hyphen: Callable[[str, str], bool] | Non
     for line in lines:
         shift = len(text)
         if text:
-            if re.search(r"[a-z]-$", text) and re.match(r"[a-z]", line.text):
-                if keeps_hyphen is not None and keeps_hyphen(text, line.text):
-                    text += line.text
-                    parts.extend((s + shift, e + shift, bx) for s, e, bx in line.parts)
-                    continue
+            split = re.search(r"[a-z]-$", text) and re.match(r"[a-z]", line.text)
+            if split and keeps_hyphen is not None and keeps_hyphen(text, line.text):
+                pass  # a compound's hyphen: the next line follows it directly
+            elif split:
                 s, _e, bx = parts[-1]
                 text = text[:-1]
                 parts[-1] = (s, len(text), bx)

@@ -130,7 +130,9 @@ def _child(kind: str, src: str, out: str) -> int:
     data = Path(src).read_bytes()
     try:
         if kind == PDF_WORDS:
-            payload = {"ok": _pdf_words(data)}
+            from documents.word_boxes import pdf_page_words
+
+            payload = {"ok": pdf_page_words(data)}
         else:
             payload = {"ok": converter_for(kind).convert(data).to_json()}
     except ConversionError as exc:
@@ -145,17 +147,6 @@ def _child(kind: str, src: str, out: str) -> int:
         }
     Path(out).write_text(json.dumps(payload), "utf-8")
     return 0
-
-
-def _pdf_words(data: bytes) -> list[list[list]]:
-    import pymupdf
-
-    from documents.converters._pdf_layout import TEXT_FLAGS
-
-    with pymupdf.open(stream=data, filetype="pdf") as document:
-        return [
-            [list(w[:5]) for w in page.get_text("words", flags=TEXT_FLAGS)] for page in document
-        ]
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ chunk. Checked on every corpus PDF with PyMuPDF's own word list.
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Callable
 
 import pymupdf
 import pytest
@@ -21,7 +23,7 @@ from documents.converters._pdf_layout import TEXT_FLAGS  # glyphs decoded as con
 from documents.converters.sandbox import FAULT_ENV, pdf_words_isolated
 from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
-from documents.models import File, Location
+from documents.models import DataSource, File, Location
 from documents.storage import original_delete
 from documents.word_boxes import DocumentWords
 from tests import factories
@@ -126,38 +128,42 @@ def test_ingestion_stores_narrowed_boxes_and_keeps_whole_lines_without_the_origi
     narrowed = factories.upload(source, "test.pdf", data).file
     _ingest_stages(narrowed)
     assert narrowed.status == "ready", narrowed.error_message
-    stored = {
-        (loc.char_start, loc.char_end): loc.boxes
-        for loc in Location.objects.filter(chunk__file=narrowed)
-    }
+    stored = _stored_boxes(narrowed)
     expected = _locations(data, narrowed=True)
     assert stored == expected and stored != _locations(data, narrowed=False)
 
     # the original gone between conversion and chunking: whole lines, not a failure
-    again = factories.upload(source, "copy.pdf", data + b"\n%copy\n").file
-    ingestion.file_convert(file_id=str(again.pk))
-    original_delete(again.storage_key)
-    ingestion.file_chunk(file_id=str(again.pk))
-    again.refresh_from_db()
-    assert again.status == "embedding", again.error_message
-    whole = {
-        (loc.char_start, loc.char_end): loc.boxes
-        for loc in Location.objects.filter(chunk__file=again)
-    }
-    assert whole == _locations(data + b"\n%copy\n", narrowed=False)
+    def delete_original(record: File) -> None:
+        original_delete(record.storage_key)
+
+    _assert_whole_lines_after(delete_original, source, data + b"\n%copy\n")
 
     # the sandboxed reading of the words crashes: whole lines again, and the file goes on
-    third = factories.upload(source, "third.pdf", data + b"\n%third\n").file
-    ingestion.file_convert(file_id=str(third.pk))
-    monkeypatch.setenv(FAULT_ENV, "segv")
-    ingestion.file_chunk(file_id=str(third.pk))
-    third.refresh_from_db()
-    assert third.status == "embedding", third.error_message
-    whole = {
+    def crash_the_child(_record: File) -> None:
+        monkeypatch.setenv(FAULT_ENV, "segv")
+
+    _assert_whole_lines_after(crash_the_child, source, data + b"\n%third\n")
+
+
+def _stored_boxes(record: File) -> dict[tuple[int, int], list[list[float]]]:
+    return {
         (loc.char_start, loc.char_end): loc.boxes
-        for loc in Location.objects.filter(chunk__file=third)
+        for loc in Location.objects.filter(chunk__file=record)
     }
-    assert whole == _locations(data + b"\n%third\n", narrowed=False)
+
+
+def _assert_whole_lines_after(
+    sabotage: Callable[[File], None], source: DataSource, data: bytes
+) -> None:
+    """Converted, then ``sabotage``d, then chunked: the file carries on to embedding
+    with whole-line boxes."""
+    record = factories.upload(source, f"{uuid.uuid4().hex}.pdf", data).file
+    ingestion.file_convert(file_id=str(record.pk))
+    sabotage(record)
+    ingestion.file_chunk(file_id=str(record.pk))
+    record.refresh_from_db()
+    assert record.status == "embedding", record.error_message
+    assert _stored_boxes(record) == _locations(data, narrowed=False)
 
 
 def test_page_words_are_read_in_the_sandbox_as_in_process(corpus):
