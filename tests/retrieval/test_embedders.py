@@ -152,6 +152,9 @@ def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
     monkeypatch.delenv("PROVENANCE_QUERY_THREADS")
     default = query_encoder(fp32.model_dir, fp32.model.tokenizer)
     assert default.session.get_session_options().intra_op_num_threads == 2
+    # idle threads sleep instead of spinning: Postgres needs the cores meanwhile
+    options = default.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     question = "Which NFL team represented the AFC at Super Bowl 50?"
     assert _cos(encoders["1"].encode(question), encoders["2"].encode(question)) > 0.999999
     for bad in ("0", "-1", "two"):
