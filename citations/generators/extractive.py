@@ -151,13 +151,87 @@ def _is_structural(line: str) -> bool:
     return stripped.startswith("#") or set(stripped) <= set("|-: ")
 
 
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+
+
+def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The cells of the table row ``text[start:end]`` as stripped spans (an empty
+    cell is an empty span), without the outer pipes' empty pieces."""
+    borders = [m.start() for m in _CELL_BORDER.finditer(text, start, end)]
+    edges = [start - 1, *borders, end]
+    cells = []
+    for left, right in zip(edges, edges[1:], strict=False):
+        a, b = left + 1, right
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        cells.append((a, b))
+    if borders and not text[start : borders[0]].strip():
+        cells = cells[1:]
+    if borders and not text[borders[-1] + 1 : end].strip():
+        cells = cells[:-1]
+    return cells
+
+
+def _form_rows(text: str) -> set[int]:
+    """Offsets of the body rows of tables whose header row is blank: a form (PDF
+    and DOCX layout tables), where each row holds "label | value" pairs."""
+    rows: set[int] = set()
+    lines, at = [], 0
+    for line in text.split("\n"):  # blank lines too: they end a table
+        lines.append((at, at + len(line)))
+        at += len(line) + 1
+    at = 0
+    while at < len(lines):
+        if not _is_table_row(text[slice(*lines[at])]):
+            at += 1
+            continue
+        run = at
+        while run < len(lines) and _is_table_row(text[slice(*lines[run])]):
+            run += 1
+        header, ruler = lines[at], lines[at + 1] if at + 1 < run else None
+        if (
+            ruler is not None
+            and _is_structural(text[slice(*ruler)])
+            and not text[slice(*header)].replace("|", "").strip()
+        ):
+            rows.update(start for start, _ in lines[at + 2 : run])
+        at = run
+    return rows
+
+
+def _pairs(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
+    """A form row's "label | value" spans, or None if the row is not cut so (an odd
+    number of cells, fewer than four)."""
+    cells = _cells(text, start, end)
+    if len(cells) < 4 or len(cells) % 2:
+        return None
+    return [
+        (label[0], value[1])
+        for label, value in zip(cells[::2], cells[1::2], strict=True)
+        if label[1] > label[0] and value[1] > value[0]
+    ]
+
+
 def sentences_of(text: str) -> list[tuple[int, int]]:
-    """Verbatim sentence spans of a chunk, headings and table rulers skipped."""
+    """Verbatim sentence spans of a chunk, headings and table rulers skipped.
+
+    A row of a form (a table with a blank header row, four or more cells) is cut
+    into its "label | value" pairs: "Email | … | VIN | 1C4R…" mixes two facts, and
+    each pair is much closer in meaning to the question it answers (0.64 against
+    0.38 for "What is the VIN of the vehicle?").
+    """
     spans: list[tuple[int, int]] = []
+    form_rows = _form_rows(text) if "|" in text else set()
     for line_match in re.finditer(r"[^\n]+", text):
         if _is_structural(line_match.group()):
             continue
         line, offset = line_match.group(), line_match.start()
+        pairs = _pairs(text, offset, line_match.end()) if offset in form_rows else None
+        if pairs is not None:
+            spans += [(a, b) for a, b in pairs if _word_count(text[a:b]) >= 2]
+            continue
         cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(line)] + [len(line)]
         for piece_start, piece_end in zip(cuts, cuts[1:], strict=False):
             start, end = offset + piece_start, offset + piece_end
@@ -243,7 +317,9 @@ class ExtractiveGenerator:
             if score < floor or len(claims) >= self.max_sentences:
                 break
             reply = " ".join(sentence.text.split())
-            if reply.lower() in seen:  # overlapping chunks repeat sentences
+            # overlapping chunks repeat sentences, sometimes with a neighbour's words
+            # before them ("Note This is a preliminary estimate …" and "This is …")
+            if any(reply.lower() in said or said in reply.lower() for said in seen):
                 continue
             seen.add(reply.lower())
             claims.append(Claim(sentence.passage, sentence.start, sentence.end, reply, score))

@@ -1,6 +1,7 @@
 """An ingested library shared by the answer tests of this package: the demo
-documents (Markdown, PDF, DOCX, PPTX, JSON) and the six SQuAD articles of the
-shared corpus, ingested once through the real worker."""
+documents (Markdown, PDF, DOCX, PPTX, JSON), the six SQuAD articles and a
+repair-shop estimate PDF (form tables) of the shared corpus, ingested once
+through the real worker."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ class Library:
     handbook: App
     public: App
     squad: App
+    estimates: App
+
+
+ESTIMATE_PDF = "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf"
 
 
 @pytest.fixture(scope="package")
@@ -41,6 +46,7 @@ def library(
         org = factories.organization("Acme")
         handbook_source = factories.data_source(org, "Handbook")
         squad_source = factories.data_source(org, "SQuAD")
+        estimates_source = factories.data_source(org, "Estimates")
         uploads = [
             factories.upload(handbook_source, path.name, path.read_bytes()).file
             for path in demo_documents_write(tmp_path_factory.mktemp("demo"))
@@ -51,6 +57,10 @@ def library(
             ).file
             for a in squad.load(corpus)
         ]
+        estimate = corpus / ESTIMATE_PDF
+        uploads.append(
+            factories.upload(estimates_source, estimate.name, estimate.read_bytes()).file
+        )
         for record in uploads:
             assert wait_for_status(record.pk, timeout=300).status == "ready", record.name
         yield Library(
@@ -61,5 +71,8 @@ def library(
                 organization=org, name="Public", data_source_names=["Handbook"], is_public=True
             ),
             squad=app_create(organization=org, name="SQuAD", data_source_names=["SQuAD"]),
+            estimates=app_create(
+                organization=org, name="Estimates", data_source_names=["Estimates"]
+            ),
         )
         call_command("flush", interactive=False, verbosity=0)

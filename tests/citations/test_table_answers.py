@@ -1,0 +1,114 @@
+"""Answers from tables: a form's row holds several "label | value" facts, and
+the answer quotes the one pair that answers, verbatim from the chunk."""
+
+from __future__ import annotations
+
+import pytest
+
+from citations.generators import Passage
+from citations.generators.extractive import ExtractiveGenerator, _Sentence, sentences_of
+from citations.services import query_execute
+
+FORM = """\
+| ZAVA AUTO REPAIR | |
+| --- | --- |
+| Customer Information | Vehicle Information |
+
+|  |  |  |  |
+| --- | --- | --- | --- |
+| Insured name | Gabriel Diaz | Year | 2022 |
+| Email | gabriel@contoso.com | VIN | 1C4RJFBG2NC123456 |
+|  |  | Color | White |
+| Phone |  | Trim | Limited |
+| R\\|D code | 7 | Odd | row | here |
+
+| Liquid | Melting point | Boiling point | Density |
+| --- | --- | --- | --- |
+| Ethanol | -114 | 78 | 0.789 |
+"""
+
+
+def _sentences(text: str) -> list[str]:
+    return [text[start:end] for start, end in sentences_of(text)]
+
+
+def test_a_form_row_is_cut_into_its_label_value_pairs():
+    assert _sentences(FORM) == [
+        "ZAVA AUTO REPAIR",
+        "Customer Information | Vehicle Information",  # a two-cell row stays whole
+        "Insured name | Gabriel Diaz",
+        "Year | 2022",
+        "Email | gabriel@contoso.com",
+        "VIN | 1C4RJFBG2NC123456",
+        "Color | White",  # the empty pair is left out
+        "Trim | Limited",  # so is a label without a value
+        "R\\|D code | 7 | Odd | row | here",  # an escaped pipe is text; five cells: whole
+        "Liquid | Melting point | Boiling point | Density",  # a headed table: rows whole
+        "Ethanol | -114 | 78 | 0.789",
+    ]
+
+
+def test_a_form_whose_header_is_outside_the_chunk_keeps_its_rows_whole():
+    """Without the blank header row in sight, nothing says the row is a form."""
+    body = FORM.split("| --- | --- | --- | --- |\n", 1)[1].split("\n\n", 1)[0]
+    assert _sentences(body)[0] == "Insured name | Gabriel Diaz | Year | 2022"
+
+
+def _claims(texts: list[str]) -> list[str]:
+    """What ``_select`` keeps of equally relevant sentences, in order."""
+    generator = ExtractiveGenerator(max_sentences=5)
+    ranked = [
+        (_Sentence(0, 0, len(text), text, 1.0, 1.0, 0.0), 1.0 - n / 100)
+        for n, text in enumerate(texts)
+    ]
+    return [claim.reply for claim in generator._select(ranked)]
+
+
+def test_a_sentence_repeated_inside_a_longer_one_is_quoted_once():
+    assert _claims(
+        [
+            "This is a preliminary estimate for the visible damage of the vehicle.",
+            "Note This is a preliminary estimate for the visible damage of the vehicle.",
+            "this is a PRELIMINARY estimate for the visible  damage of the vehicle.",
+            "Parts prices may vary.",
+        ]
+    ) == [
+        "This is a preliminary estimate for the visible damage of the vehicle.",
+        "Parts prices may vary.",
+    ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("question", "pairs"),
+    [
+        ("What is the VIN of the vehicle?", ["VIN | 1C4RJFBG2NC123456"]),
+        ("What is the policy number?", ["Policy # | POL-2022-555", "Policy # | IM-BATMAN"]),
+        ("What color is the vehicle?", ["Color | White"]),
+        ("Which make is the car?", ["Make | Jeep"]),
+    ],
+)
+def test_questions_on_a_form_quote_the_pair_that_answers(library, question, pairs):
+    """The corpus's repair estimate (a PDF of form tables): the answer's claims are
+    the pairs, each the exact slice of its chunk at the recorded offsets."""
+    execution = query_execute(app=library.estimates, question=question)
+    claims = list(execution.claim_citations.select_related("quoted_source"))
+    replies = [claim.reply_sentence for claim in claims]
+    for pair in pairs:
+        assert pair in replies, execution.answer
+    for claim in claims:
+        chunk_text = claim.quoted_source.chunk_text
+        assert chunk_text[claim.source_start : claim.source_end] == claim.source_sentence
+        assert execution.answer[claim.reply_start : claim.reply_end] == claim.reply_sentence
+        assert claim.source_sentence.count(" | ") <= 1  # never a whole four-cell row
+    assert replies.index(pairs[0]) == 0, execution.answer  # the answer leads with it
+
+
+def test_passages_of_a_form_offer_pairs_to_the_generator():
+    """The generator's candidates for a form chunk are the pairs (what it embeds)."""
+    generator = ExtractiveGenerator()
+    candidates = generator._candidates(
+        "What is the VIN of the vehicle?", [Passage(index=0, text=FORM, score_norm=1.0)]
+    )
+    assert "VIN | 1C4RJFBG2NC123456" in [c.text for c in candidates]
+    assert not any("gabriel@contoso.com | VIN" in c.text for c in candidates)
