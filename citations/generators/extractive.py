@@ -94,9 +94,11 @@ MIN_SIMILARITY = 0.25
 # so it must be closer in meaning to count; rows that answer scored 0.44-0.68 on the
 # corpus tables
 MIN_ROW_SIMILARITY = 0.40
-# a short "**key**: value" line of a JSON file (fewer than MIN_WORDS words) is quoted
-# only this close: "**provider**: MediCare Plus" answers "Who is the health benefits
-# provider?" at 0.65, while "**color**: white" scores 0.42 for the sky on Mars
+# a short "**key**: value" line of a JSON file (fewer than MIN_WORDS words) or a
+# "label | value" pair of a form is quoted only this close: "**provider**: MediCare
+# Plus" answers "Who is the health benefits provider?" at 0.65 and "Make | Jeep"
+# "Which make is the car?" at 0.54, while "**color**: white" scores 0.42 and "Color |
+# White" 0.44 for the sky on Mars
 MIN_PAIR_SIMILARITY = 0.45
 _KEY_VALUE = re.compile(r"\s*(?:[-*+]\s+)?\*\*[^*\n]+\*\*:\s+\S")
 CANDIDATES_TO_EMBED = 20
@@ -214,6 +216,16 @@ def _pairs(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
     ]
 
 
+def form_pairs(text: str) -> dict[int, list[tuple[int, int]]]:
+    """The rows of ``text`` that are cut into "label | value" pairs, by offset."""
+    found = {}
+    for row in _form_rows(text) if "|" in text else ():
+        pairs = _pairs(text, row, len(text) if (end := text.find("\n", row)) < 0 else end)
+        if pairs is not None:
+            found[row] = pairs
+    return found
+
+
 def sentences_of(text: str) -> list[tuple[int, int]]:
     """Verbatim sentence spans of a chunk, headings and table rulers skipped.
 
@@ -223,14 +235,13 @@ def sentences_of(text: str) -> list[tuple[int, int]]:
     0.38 for "What is the VIN of the vehicle?").
     """
     spans: list[tuple[int, int]] = []
-    form_rows = _form_rows(text) if "|" in text else set()
+    pairs = form_pairs(text)
     for line_match in re.finditer(r"[^\n]+", text):
         if _is_structural(line_match.group()):
             continue
         line, offset = line_match.group(), line_match.start()
-        pairs = _pairs(text, offset, line_match.end()) if offset in form_rows else None
-        if pairs is not None:
-            spans += [(a, b) for a, b in pairs if _word_count(text[a:b]) >= 2]
+        if offset in pairs:
+            spans += [(a, b) for a, b in pairs[offset] if _word_count(text[a:b]) >= 2]
             continue
         cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(line)] + [len(line)]
         for piece_start, piece_end in zip(cuts, cuts[1:], strict=False):
@@ -292,9 +303,15 @@ class ExtractiveGenerator:
         asked = _words(question)
         found: list[_Sentence] = []
         for passage in passages:
+            pairs = {pair for row in form_pairs(passage.text).values() for pair in row}
             for start, end in sentences_of(passage.text):
                 text = passage.text[start:end]
                 overlap = len(asked & _words(text)) / (len(asked) or 1)
+                floor = (
+                    MIN_PAIR_SIMILARITY
+                    if (start, end) in pairs
+                    else _floor(passage.text, start, text)
+                )
                 found.append(
                     _Sentence(
                         passage.index,
@@ -303,7 +320,7 @@ class ExtractiveGenerator:
                         text,
                         overlap,
                         passage.score_norm,
-                        _floor(passage.text, start, text),
+                        floor,
                     )
                 )
         found.sort(key=lambda s: (-(s.overlap + 0.5 * s.prior), s.passage, s.start))
