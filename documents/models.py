@@ -225,6 +225,9 @@ class SourceBoxes(models.Model):
         DocumentMarkdown, on_delete=models.CASCADE, related_name="boxes"
     )
     spans = models.JSONField(default=list)
+    # a PDF's page words (word_boxes.words_pack), read beside the conversion on the
+    # other core, until the chunk stage has narrowed the chunks' boxes with them
+    page_words = models.BinaryField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"boxes of {self.markdown_id}"

@@ -15,8 +15,10 @@ Markdown in reading order, and a repeated word could pair with the wrong copy.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+import zlib
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
@@ -101,6 +103,16 @@ def pdf_page_words(data: bytes) -> list[list[list]]:
         return [
             [list(w[:5]) for w in page.get_text("words", flags=TEXT_FLAGS)] for page in document
         ]
+
+
+def words_pack(pages: list[list[list]]) -> bytes:
+    """Page words as compressed JSON, for the hop from the convert stage to the chunk
+    stage: ~1.5 MB for 100 dense pages instead of ~7 MB of jsonb to parse and store."""
+    return zlib.compress(json.dumps(pages, separators=(",", ":")).encode(), 1)
+
+
+def words_unpack(packed: bytes) -> list[list[list]]:
+    return json.loads(zlib.decompress(packed))
 
 
 class DocumentWords:

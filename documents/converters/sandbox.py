@@ -25,8 +25,9 @@ from documents.converters.base import Conversion, ConversionError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _MEMORY = "__memory__"
-# Test-only fault injection: when this variable is "segv" the child kills itself with
-# SIGSEGV before converting, so tests can prove a parser crash is reported, not fatal.
+# Test-only fault injection: when this variable is "segv" (or "segv:KIND" for one kind
+# of child, e.g. "segv:pdf-words") the child kills itself with SIGSEGV before reading,
+# so tests can prove a parser crash is reported, not fatal.
 FAULT_ENV = "PROVENANCE_SANDBOX_TEST_FAULT"
 PDF_WORDS = "pdf-words"  # not a conversion: the words of every page of a converted PDF
 _KIND_NAMES = {
@@ -125,7 +126,7 @@ def _run_child(data: bytes, kind: str, *, timeout_s: float, memory_mb: int) -> o
 def _child(kind: str, src: str, out: str) -> int:
     from documents.converters import converter_for
 
-    if os.environ.get(FAULT_ENV) == "segv":
+    if os.environ.get(FAULT_ENV) in ("segv", f"segv:{kind}"):  # every child, or one kind
         os.kill(os.getpid(), signal.SIGSEGV)
     data = Path(src).read_bytes()
     try:

@@ -23,7 +23,7 @@ from documents.converters._pdf_layout import TEXT_FLAGS  # glyphs decoded as con
 from documents.converters.sandbox import FAULT_ENV, pdf_words_isolated
 from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
-from documents.models import DataSource, File, Location
+from documents.models import DataSource, File, Location, SourceBoxes
 from documents.storage import original_delete
 from documents.word_boxes import DocumentWords
 from tests import factories
@@ -120,7 +120,7 @@ def _ingest_stages(record: File) -> None:
 
 
 @pytest.mark.django_db
-def test_ingestion_stores_narrowed_boxes_and_keeps_whole_lines_without_the_original(
+def test_ingestion_stores_narrowed_boxes_and_keeps_whole_lines_without_the_words(
     corpus, monkeypatch
 ):
     data = (corpus / "markitdown/test_files/test.pdf").read_bytes()
@@ -132,17 +132,25 @@ def test_ingestion_stores_narrowed_boxes_and_keeps_whole_lines_without_the_origi
     expected = _locations(data, narrowed=True)
     assert stored == expected and stored != _locations(data, narrowed=False)
 
-    # the original gone between conversion and chunking: whole lines, not a failure
-    def delete_original(record: File) -> None:
-        original_delete(record.storage_key)
+    # the words are read beside the conversion: the original gone between conversion
+    # and chunking still gives exact boxes, and the words are dropped once used
+    record = factories.upload(source, "second.pdf", data + b"\n%second\n").file
+    ingestion.file_convert(file_id=str(record.pk))
+    assert SourceBoxes.objects.get(markdown__file=record).page_words is not None
+    original_delete(record.storage_key)
+    ingestion.file_chunk(file_id=str(record.pk))
+    assert _stored_boxes(record) == expected
+    assert SourceBoxes.objects.get(markdown__file=record).page_words is None
 
-    _assert_whole_lines_after(delete_original, source, data + b"\n%copy\n")
+    # the sandboxed reading of the words crashes: the conversion goes on, the chunk
+    # stage tries again (crashes again): whole lines, and the file carries on
+    monkeypatch.setenv(FAULT_ENV, "segv:pdf-words")
+    _assert_whole_lines_after(lambda _record: None, source, data + b"\n%third\n")
 
-    # the sandboxed reading of the words crashes: whole lines again, and the file goes on
-    def crash_the_child(_record: File) -> None:
-        monkeypatch.setenv(FAULT_ENV, "segv")
-
-    _assert_whole_lines_after(crash_the_child, source, data + b"\n%third\n")
+    # no words from the conversion and the original gone before chunking: whole lines
+    _assert_whole_lines_after(
+        lambda record: original_delete(record.storage_key), source, data + b"\n%fourth\n"
+    )
 
 
 def _stored_boxes(record: File) -> dict[tuple[int, int], list[list[float]]]:
