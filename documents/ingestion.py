@@ -239,15 +239,16 @@ def _chunk_rows(markdown: DocumentMarkdown) -> tuple[list[Chunk], list[Location]
     structure = MarkdownStructure(markdown.markdown, body_start=markdown.body_start)
     boxes = getattr(markdown, "boxes", None)
     spans = [SourceSpan(*row) for row in (boxes.spans if boxes else [])]
+    packed = boxes.page_words if boxes else None
+    stored = _page_words_stored(markdown, packed) if packed is not None else None
     with ThreadPoolExecutor(max_workers=1) as reader:
-        stored = boxes.page_words if boxes else None
         words = None if stored is not None else reader.submit(_page_words, record)
         chunk_spans = chunk_markdown(
             structure,
             target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
             overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
         )
-        page_words = DocumentWords(words_unpack(stored)) if stored is not None else words.result()
+        page_words = stored if words is None else words.result()
     locator = Locator(structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words)
     database_id = record.data_source.vector_database_id
     chunks, locations = [], []
@@ -311,9 +312,23 @@ def _page_words(record: File) -> DocumentWords | None:
 
 
 def _page_words_packed(data: bytes, file_id: str) -> bytes | None:
-    """The convert stage's reading of the words, packed for the chunk stage."""
+    """The convert stage's reading of the words, packed for the chunk stage; ``None``
+    (logged: the chunk stage reads them again) on any failure, never the file's."""
     pages = _page_words_read(data, file_id)
-    return None if pages is None else words_pack(pages)
+    try:
+        return None if pages is None else words_pack(pages)
+    except Exception as error:  # noqa: BLE001 - MemoryError and the like: not the file's
+        logger.warning("words of %s not kept for the chunk stage: %s", file_id, error)
+        return None
+
+
+def _page_words_stored(markdown: DocumentMarkdown, packed: bytes) -> DocumentWords | None:
+    """The words the convert stage kept, or ``None`` if they cannot be unpacked."""
+    try:
+        return DocumentWords(words_unpack(packed))
+    except Exception as error:  # noqa: BLE001 - damaged or too large: read them again
+        logger.warning("stored words of %s unreadable: %s", markdown.file_id, error)
+        return None
 
 
 def _page_words_read(data: bytes, file_id: str) -> list[list[list]] | None:

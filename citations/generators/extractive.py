@@ -154,6 +154,7 @@ def _is_structural(line: str) -> bool:
 
 
 _CELL_BORDER = re.compile(r"(?<!\\)\|")
+_LETTER = regex.compile(r"\p{L}")
 
 
 def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -204,16 +205,20 @@ def _form_rows(text: str) -> set[int]:
 
 
 def _pairs(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
-    """A form row's "label | value" spans, or None if the row is not cut so (an odd
-    number of cells, fewer than four)."""
+    """A form row's "label | value" spans, or None if the row is not cut so: an odd
+    number of cells, fewer than four, or a label without a letter ("2021 | 10.2 |
+    11.4 | 12.0" is a data row of a table converted without its header)."""
     cells = _cells(text, start, end)
     if len(cells) < 4 or len(cells) % 2:
         return None
-    return [
-        (label[0], value[1])
+    pairs = [
+        (label, value)
         for label, value in zip(cells[::2], cells[1::2], strict=True)
         if label[1] > label[0] and value[1] > value[0]
     ]
+    if not pairs or any(not _LETTER.search(text, label[0], label[1]) for label, _ in pairs):
+        return None
+    return [(label[0], value[1]) for label, value in pairs]
 
 
 def form_pairs(text: str) -> dict[int, list[tuple[int, int]]]:
@@ -229,10 +234,12 @@ def form_pairs(text: str) -> dict[int, list[tuple[int, int]]]:
 def sentences_of(text: str) -> list[tuple[int, int]]:
     """Verbatim sentence spans of a chunk, headings and table rulers skipped.
 
-    A row of a form (a table with a blank header row, four or more cells) is cut
-    into its "label | value" pairs: "Email | … | VIN | 1C4R…" mixes two facts, and
-    each pair is much closer in meaning to the question it answers (0.64 against
-    0.38 for "What is the VIN of the vehicle?").
+    A row of a form (a table with a blank header row, four or more cells, labels
+    with letters) also yields its "label | value" pairs: "Email | … | VIN | 1C4R…"
+    mixes two facts, and each pair is much closer in meaning to the question it
+    answers (0.64 against 0.38 for "What is the VIN of the vehicle?"). The whole
+    row stays a candidate: a table whose header the converter could not tell is
+    converted with a blank header row too.
     """
     spans: list[tuple[int, int]] = []
     pairs = form_pairs(text)
@@ -242,7 +249,6 @@ def sentences_of(text: str) -> list[tuple[int, int]]:
         line, offset = line_match.group(), line_match.start()
         if offset in pairs:
             spans += [(a, b) for a, b in pairs[offset] if _word_count(text[a:b]) >= 2]
-            continue
         cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(line)] + [len(line)]
         for piece_start, piece_end in zip(cuts, cuts[1:], strict=False):
             start, end = offset + piece_start, offset + piece_end
@@ -334,10 +340,24 @@ class ExtractiveGenerator:
             if score < floor or len(claims) >= self.max_sentences:
                 break
             reply = " ".join(sentence.text.split())
-            # overlapping chunks repeat sentences, sometimes with a neighbour's words
-            # before them ("Note This is a preliminary estimate …" and "This is …")
-            if any(reply.lower() in said or said in reply.lower() for said in seen):
+            if any(_repeats(reply.lower(), said) for said in seen) or any(
+                claim.passage == sentence.passage
+                and claim.source_start < sentence.end
+                and sentence.start < claim.source_end
+                for claim in claims
+            ):  # a form row and its own pair are one fact, quoted once
                 continue
             seen.add(reply.lower())
             claims.append(Claim(sentence.passage, sentence.start, sentence.end, reply, score))
         return claims
+
+
+def _repeats(reply: str, said: str) -> bool:
+    """Overlapping chunks repeat sentences, sometimes with a neighbour's words before
+    them ("Note This is a preliminary estimate …" and "This is a preliminary …"): the
+    same text, or a sentence of MIN_WORDS+ words that ends the other after a space.
+    Short texts must be equal: "Total | 100" is not "Sub Total | 100"'s repeat."""
+    if reply == said:
+        return True
+    shorter, longer = sorted((reply, said), key=len)
+    return _word_count(shorter) >= MIN_WORDS and longer.endswith(" " + shorter)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource  # here, not in the forked child: it runs no imports before exec
 import signal
 import subprocess
 import sys
@@ -42,8 +43,6 @@ _KIND_NAMES = {
 
 def _limits(memory_mb: int, cpu_s: int):
     def apply() -> None:
-        import resource
-
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))

@@ -28,6 +28,10 @@ FORM = """\
 | Phone |  | Trim | Limited |
 | R\\|D code | 7 | Odd | row | here |
 
+|  |  |  |  |
+| --- | --- | --- | --- |
+| 2021 | 10.2 | 11.4 | 12.0 |
+
 | Liquid | Melting point | Boiling point | Density |
 | --- | --- | --- | --- |
 | Ethanol | -114 | 78 | 0.789 |
@@ -38,17 +42,24 @@ def _sentences(text: str) -> list[str]:
     return [text[start:end] for start, end in sentences_of(text)]
 
 
-def test_a_form_row_is_cut_into_its_label_value_pairs():
+def test_a_form_row_offers_its_label_value_pairs_and_itself():
     assert _sentences(FORM) == [
         "ZAVA AUTO REPAIR",
         "Customer Information | Vehicle Information",  # a two-cell row stays whole
         "Insured name | Gabriel Diaz",
         "Year | 2022",
+        "Insured name | Gabriel Diaz | Year | 2022",  # the row stays a candidate
         "Email | gabriel@contoso.com",
         "VIN | 1C4RJFBG2NC123456",
+        "Email | gabriel@contoso.com | VIN | 1C4RJFBG2NC123456",
         "Color | White",  # the empty pair is left out
+        "|  | Color | White",
         "Trim | Limited",  # so is a label without a value
+        "Phone |  | Trim | Limited",
         "R\\|D code | 7 | Odd | row | here",  # an escaped pipe is text; five cells: whole
+        # a data row under a blank header (a table converted without its header):
+        # labels without letters, not a form
+        "2021 | 10.2 | 11.4 | 12.0",
         "Liquid | Melting point | Boiling point | Density",  # a headed table: rows whole
         "Ethanol | -114 | 78 | 0.789",
     ]
@@ -61,13 +72,31 @@ def test_a_form_whose_header_is_outside_the_chunk_keeps_its_rows_whole():
 
 
 def _claims(texts: list[str]) -> list[str]:
-    """What ``_select`` keeps of equally relevant sentences, in order."""
+    """What ``_select`` keeps of equally relevant sentences, in order, each from a
+    passage of its own."""
     generator = ExtractiveGenerator(max_sentences=5)
     ranked = [
-        (_Sentence(0, 0, len(text), text, 1.0, 1.0, 0.0), 1.0 - n / 100)
+        (_Sentence(n, 0, len(text), text, 1.0, 1.0, 0.0), 1.0 - n / 100)
         for n, text in enumerate(texts)
     ]
     return [claim.reply for claim in generator._select(ranked)]
+
+
+def test_short_pairs_inside_one_another_are_different_facts():
+    facts = ["Sub Total | 1000", "Total | 100", "Amount due | 150.00", "Amount due | 15"]
+    assert _claims(facts) == facts
+
+
+def test_a_row_and_its_own_pair_are_quoted_once():
+    generator = ExtractiveGenerator()
+    start = FORM.index("Insured name")
+    pair_end = FORM.index(" | Year")
+    row_end = FORM.index(" |\n", pair_end)
+    ranked = [
+        (_Sentence(0, start, pair_end, FORM[start:pair_end], 1.0, 1.0, 0.45), 0.9),
+        (_Sentence(0, start, row_end, FORM[start:row_end], 1.0, 1.0, 0.4), 0.85),
+    ]
+    assert [c.reply for c in generator._select(ranked)] == ["Insured name | Gabriel Diaz"]
 
 
 def test_a_sentence_repeated_inside_a_longer_one_is_quoted_once():
@@ -106,8 +135,10 @@ def test_questions_on_a_form_quote_the_pair_that_answers(library, question, pair
         chunk_text = claim.quoted_source.chunk_text
         assert chunk_text[claim.source_start : claim.source_end] == claim.source_sentence
         assert execution.answer[claim.reply_start : claim.reply_end] == claim.reply_sentence
-        assert claim.source_sentence.count(" | ") <= 1  # never a whole four-cell row
     assert replies.index(pairs[0]) == 0, execution.answer  # the answer leads with it
+    spans = sorted((c.quoted_source_id, c.source_start, c.source_end) for c in claims)
+    for (source_a, _, end_a), (source_b, start_b, _) in zip(spans, spans[1:], strict=False):
+        assert source_a != source_b or end_a <= start_b, execution.answer  # no fact twice
 
 
 def test_passages_of_a_form_offer_pairs_to_the_generator():
@@ -117,7 +148,6 @@ def test_passages_of_a_form_offer_pairs_to_the_generator():
         "What is the VIN of the vehicle?", [Passage(index=0, text=FORM, score_norm=1.0)]
     )
     assert "VIN | 1C4RJFBG2NC123456" in [c.text for c in candidates]
-    assert not any("gabriel@contoso.com | VIN" in c.text for c in candidates)
     floors = {c.text: c.floor for c in candidates}
     # a pair is as short as a JSON "**key**: value" line and needs as close a meaning;
     # a whole row keeps the row's floor

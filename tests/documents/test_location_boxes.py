@@ -142,6 +142,15 @@ def test_ingestion_stores_narrowed_boxes_and_keeps_whole_lines_without_the_words
     assert _stored_boxes(record) == expected
     assert SourceBoxes.objects.get(markdown__file=record).page_words is None
 
+    # kept words that cannot be unpacked are read again: still exact boxes
+    record = factories.upload(source, "damaged.pdf", data + b"\n%damaged\n").file
+    ingestion.file_convert(file_id=str(record.pk))
+    SourceBoxes.objects.filter(markdown__file=record).update(page_words=b"not zlib")
+    ingestion.file_chunk(file_id=str(record.pk))
+    record.refresh_from_db()
+    assert record.status == "embedding", record.error_message
+    assert _stored_boxes(record) == expected
+
     # the sandboxed reading of the words crashes: the conversion goes on, the chunk
     # stage tries again (crashes again): whole lines, and the file carries on
     monkeypatch.setenv(FAULT_ENV, "segv:pdf-words")
