@@ -38,7 +38,7 @@ from documents.models import (
     SourceBoxes,
 )
 from documents.storage import original_open
-from documents.word_boxes import DocumentWords, words_pack, words_unpack
+from documents.word_boxes import DocumentWords, words_unpack
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
@@ -116,7 +116,7 @@ def file_convert(*, file_id: str) -> bool:
     # a PDF's page words are read in a second sandbox child on the other core while
     # it converts, so the chunk stage does not wait for them (~0.9 s per 100 pages)
     with ThreadPoolExecutor(max_workers=1) as reader:
-        words = reader.submit(_page_words_packed, data, file_id) if record.kind == "pdf" else None
+        words = reader.submit(_page_words_read, data, file_id) if record.kind == "pdf" else None
         try:
             conversion = _convert(data, record.kind)
         except ConversionError as exc:
@@ -232,23 +232,22 @@ def file_chunk(*, file_id: str) -> bool:
 def _chunk_rows(markdown: DocumentMarkdown) -> tuple[list[Chunk], list[Location]]:
     """The chunks of the draft Markdown and their Locations, not yet saved.
 
-    A PDF's words are read in the sandbox while the Markdown is cut into chunks:
-    the child runs on the other core, so narrowing the boxes costs little time.
+    A PDF's words come from the convert stage, which read them beside the
+    conversion; only when it could not are they read again here.
     """
     record = markdown.file
     structure = MarkdownStructure(markdown.markdown, body_start=markdown.body_start)
     boxes = getattr(markdown, "boxes", None)
     spans = [SourceSpan(*row) for row in (boxes.spans if boxes else [])]
-    packed = boxes.page_words if boxes else None
-    stored = _page_words_stored(markdown, packed) if packed is not None else None
-    with ThreadPoolExecutor(max_workers=1) as reader:
-        words = None if stored is not None else reader.submit(_page_words, record)
-        chunk_spans = chunk_markdown(
-            structure,
-            target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
-            overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
-        )
-        page_words = stored if words is None else words.result()
+    kept = boxes.page_words if boxes else None
+    page_words = _words_unpacked(kept, record.pk) if kept is not None else None
+    if page_words is None:
+        page_words = _page_words(record)
+    chunk_spans = chunk_markdown(
+        structure,
+        target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
+        overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
+    )
     locator = Locator(structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words)
     database_id = record.data_source.vector_database_id
     chunks, locations = [], []
@@ -296,9 +295,9 @@ def _chunks_replace(
 
 
 def _page_words(record: File) -> DocumentWords | None:
-    """A PDF's page words, read in the sandbox under the conversion limits, so a chunk
-    that starts or ends inside a line is boxed to its own words; ``None`` (whole-line
-    boxes, logged) when the original cannot be read."""
+    """A PDF's page words read again from the original (the convert stage could not),
+    so a chunk that starts or ends inside a line is boxed to its own words; ``None``
+    (whole-line boxes, logged) when the original cannot be read."""
     if record.kind != "pdf":
         return None
     try:
@@ -307,33 +306,13 @@ def _page_words(record: File) -> DocumentWords | None:
     except Exception as error:  # noqa: BLE001 - storage: never fails the file
         logger.warning("boxes of %s stay whole lines: %s", record.pk, error)
         return None
-    pages = _page_words_read(data, str(record.pk))
-    return None if pages is None else DocumentWords(pages)
+    packed = _page_words_read(data, str(record.pk))
+    return None if packed is None else _words_unpacked(packed, record.pk)
 
 
-def _page_words_packed(data: bytes, file_id: str) -> bytes | None:
-    """The convert stage's reading of the words, packed for the chunk stage; ``None``
-    (logged: the chunk stage reads them again) on any failure, never the file's."""
-    pages = _page_words_read(data, file_id)
-    try:
-        return None if pages is None else words_pack(pages)
-    except Exception as error:  # noqa: BLE001 - MemoryError and the like: not the file's
-        logger.warning("words of %s not kept for the chunk stage: %s", file_id, error)
-        return None
-
-
-def _page_words_stored(markdown: DocumentMarkdown, packed: bytes) -> DocumentWords | None:
-    """The words the convert stage kept, or ``None`` if they cannot be unpacked."""
-    try:
-        return DocumentWords(words_unpack(packed))
-    except Exception as error:  # noqa: BLE001 - damaged or too large: read them again
-        logger.warning("stored words of %s unreadable: %s", markdown.file_id, error)
-        return None
-
-
-def _page_words_read(data: bytes, file_id: str) -> list[list[list]] | None:
-    """``pdf_words_isolated`` under the conversion limits; ``None`` (logged) if the
-    child fails: the boxes then stay whole lines, the file carries on."""
+def _page_words_read(data: bytes, file_id: str) -> bytes | None:
+    """``pdf_words_isolated`` under the conversion limits (packed words); ``None``
+    (logged) if the child fails: the boxes then stay whole lines, the file carries on."""
     try:
         return pdf_words_isolated(
             data,
@@ -342,6 +321,16 @@ def _page_words_read(data: bytes, file_id: str) -> list[list[list]] | None:
         )
     except Exception as error:  # noqa: BLE001 - sandbox: never fails the file
         logger.warning("boxes of %s stay whole lines: %s", file_id, error)
+        return None
+
+
+def _words_unpacked(packed: bytes, file_id: object) -> DocumentWords | None:
+    """Packed words ready for narrowing, or ``None`` (logged) if they cannot be
+    unpacked (damaged, or too large for memory)."""
+    try:
+        return DocumentWords(words_unpack(packed))
+    except Exception as error:  # noqa: BLE001 - never fails the file
+        logger.warning("words of %s unreadable: %s", file_id, error)
         return None
 
 

@@ -17,6 +17,7 @@ import regex
 
 from citations.generators import Claim, Passage
 from documents.fulltext import words
+from documents.markdown_structure import MarkdownStructure
 from retrieval.embedders import default_embedder
 
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
@@ -180,27 +181,14 @@ def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
 def _form_rows(text: str) -> set[int]:
     """Offsets of the body rows of tables whose header row is blank: a form (PDF
     and DOCX layout tables), where each row holds "label | value" pairs."""
+    structure = MarkdownStructure(text)
     rows: set[int] = set()
-    lines, at = [], 0
-    for line in text.split("\n"):  # blank lines too: they end a table
-        lines.append((at, at + len(line)))
-        at += len(line) + 1
-    at = 0
-    while at < len(lines):
-        if not _is_table_row(text[slice(*lines[at])]):
-            at += 1
-            continue
-        run = at
-        while run < len(lines) and _is_table_row(text[slice(*lines[run])]):
-            run += 1
-        header, ruler = lines[at], lines[at + 1] if at + 1 < run else None
-        if (
-            ruler is not None
-            and _is_structural(text[slice(*ruler)])
-            and not text[slice(*header)].replace("|", "").strip()
-        ):
-            rows.update(start for start, _ in lines[at + 2 : run])
-        at = run
+    for block in structure.blocks:
+        first = structure.line_of(block.char_start)
+        header = text[block.char_start : structure.line_end(first)]
+        if block.kind == "table" and not header.replace("|", "").strip():
+            last = structure.line_of(block.char_end)
+            rows.update(structure.line_starts[line - 1] for line in range(first + 2, last + 1))
     return rows
 
 
@@ -221,7 +209,7 @@ def _pairs(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
     return [(label[0], value[1]) for label, value in pairs]
 
 
-def form_pairs(text: str) -> dict[int, list[tuple[int, int]]]:
+def _form_pairs(text: str) -> dict[int, list[tuple[int, int]]]:
     """The rows of ``text`` that are cut into "label | value" pairs, by offset."""
     found = {}
     for row in _form_rows(text) if "|" in text else ():
@@ -241,14 +229,18 @@ def sentences_of(text: str) -> list[tuple[int, int]]:
     row stays a candidate: a table whose header the converter could not tell is
     converted with a blank header row too.
     """
-    spans: list[tuple[int, int]] = []
-    pairs = form_pairs(text)
+    return [(start, end) for start, end, _pair in _sentences(text)]
+
+
+def _sentences(text: str) -> list[tuple[int, int, bool]]:
+    """:func:`sentences_of`'s spans, each saying whether it is a form's pair."""
+    spans: list[tuple[int, int, bool]] = []
+    pairs = _form_pairs(text)
     for line_match in re.finditer(r"[^\n]+", text):
         if _is_structural(line_match.group()):
             continue
         line, offset = line_match.group(), line_match.start()
-        if offset in pairs:
-            spans += [(a, b) for a, b in pairs[offset] if _word_count(text[a:b]) >= 2]
+        spans += [(a, b, True) for a, b in pairs.get(offset, ()) if _word_count(text[a:b]) >= 2]
         cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(line)] + [len(line)]
         for piece_start, piece_end in zip(cuts, cuts[1:], strict=False):
             start, end = offset + piece_start, offset + piece_end
@@ -258,7 +250,7 @@ def sentences_of(text: str) -> list[tuple[int, int]]:
                 end -= 1
             short_form = _is_table_row(line) or _KEY_VALUE.match(line)
             if _word_count(text[start:end]) >= (2 if short_form else MIN_WORDS):
-                spans.append((start, end))
+                spans.append((start, end, False))
     return spans
 
 
@@ -309,15 +301,10 @@ class ExtractiveGenerator:
         asked = _words(question)
         found: list[_Sentence] = []
         for passage in passages:
-            pairs = {pair for row in form_pairs(passage.text).values() for pair in row}
-            for start, end in sentences_of(passage.text):
+            for start, end, pair in _sentences(passage.text):
                 text = passage.text[start:end]
                 overlap = len(asked & _words(text)) / (len(asked) or 1)
-                floor = (
-                    MIN_PAIR_SIMILARITY
-                    if (start, end) in pairs
-                    else _floor(passage.text, start, text)
-                )
+                floor = MIN_PAIR_SIMILARITY if pair else _floor(passage.text, start, text)
                 found.append(
                     _Sentence(
                         passage.index,

@@ -13,6 +13,7 @@ for boxes narrowed at the chunk stage.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import resource  # here, not in the forked child: it runs no imports before exec
@@ -58,13 +59,13 @@ def convert_isolated(
     return Conversion.from_json(_run_child(data, kind, timeout_s=timeout_s, memory_mb=memory_mb))
 
 
-def pdf_words_isolated(
-    data: bytes, *, timeout_s: float = 120, memory_mb: int = 2048
-) -> list[list[list]]:
+def pdf_words_isolated(data: bytes, *, timeout_s: float = 120, memory_mb: int = 2048) -> bytes:
     """Every page's words (``get_text('words')`` with the converter's flags), read in
-    a child process under the same limits as a conversion: ``[page][word] = [x0, y0,
-    x1, y1, text, ...]``. Any failure is a ``ConversionError``."""
-    return _run_child(data, PDF_WORDS, timeout_s=timeout_s, memory_mb=memory_mb)
+    a child process under the same limits as a conversion and packed there
+    (``word_boxes.words_pack``: kept as they are between ingestion stages, unpacked
+    where used). Any failure is a ``ConversionError``."""
+    packed = _run_child(data, PDF_WORDS, timeout_s=timeout_s, memory_mb=memory_mb)
+    return base64.b64decode(packed)
 
 
 def _run_child(data: bytes, kind: str, *, timeout_s: float, memory_mb: int) -> object:
@@ -130,9 +131,9 @@ def _child(kind: str, src: str, out: str) -> int:
     data = Path(src).read_bytes()
     try:
         if kind == PDF_WORDS:
-            from documents.word_boxes import pdf_page_words
+            from documents.word_boxes import pdf_page_words, words_pack
 
-            payload = {"ok": pdf_page_words(data)}
+            payload = {"ok": base64.b64encode(words_pack(pdf_page_words(data))).decode("ascii")}
         else:
             payload = {"ok": converter_for(kind).convert(data).to_json()}
     except ConversionError as exc:

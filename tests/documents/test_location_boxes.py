@@ -25,7 +25,7 @@ from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
 from documents.models import DataSource, File, Location, SourceBoxes
 from documents.storage import original_delete
-from documents.word_boxes import DocumentWords
+from documents.word_boxes import DocumentWords, words_unpack
 from tests import factories
 from tests.documents.test_provenance_corpus import CORPUS_FILES, OVERLAP, TARGET, _case_id
 
@@ -185,7 +185,7 @@ def _assert_whole_lines_after(
 
 def test_page_words_are_read_in_the_sandbox_as_in_process(corpus):
     data = (corpus / "markitdown/test_files/test.pdf").read_bytes()
-    isolated = pdf_words_isolated(data)
+    isolated = words_unpack(pdf_words_isolated(data))  # packed in the child
     in_process = DocumentWords.read(data).pages
     assert len(isolated) == len(in_process) == 1
     assert [w[:5] for w in isolated[0]] == [list(w[:5]) for w in in_process[0]]
