@@ -171,6 +171,13 @@ def _serve(connection: Any, precisions: tuple[str, ...], batch_size: int) -> Non
         p: MiniLmEmbedder(batch_size=batch_size, precision=p, threads=1) for p in precisions
     }
     while (command := connection.recv()) != "stop":
+        if command[0] == "query":  # the query path: one text at a time, as a question
+            _, precision, texts = command
+            embedder = embedders[precision]
+            vectors = [embedder.embed_query(text) for text in texts]
+            encoder = embedder._query_encoder
+            connection.send((encoder.runtime, encoder.precision, np.asarray(vectors, np.float32)))
+            continue
         _, precision, threads, texts = command
         torch.set_num_threads(threads)
         embedder = embedders[precision]
@@ -215,6 +222,12 @@ class Workers:
             process.join(timeout=30)
             if process.is_alive():
                 process.terminate()
+
+    def query(self, texts: list[str], *, precision: str) -> tuple[np.ndarray, str, str]:
+        """``texts`` through the first worker's query path: vectors, runtime, precision."""
+        self.connections[0].send(("query", precision, texts))
+        runtime, effective, vectors = _receive(self.connections[0])
+        return vectors, runtime, effective
 
     def embed(
         self, texts: list[str], *, precision: str, processes: int, threads: int
@@ -326,6 +339,10 @@ def quality_gate(
     n = len(pieces)
     ref_top, fast_top = top_k(reference[n:], reference[:n], 10), top_k(fast[n:], fast[:n], 10)
     overlaps = overlap_at_k(ref_top, fast_top)
+    # As search runs it: each question through embed_query (its own runtime and
+    # precision) against the fast precision's document vectors.
+    asked, query_runtime, query_precision = workers.query(texts[n:], precision=precision)
+    asked_overlaps = overlap_at_k(ref_top, top_k(asked, fast[:n], 10))
     cosines = np.sum(reference * fast, axis=1)
     answers = [a for _, a in chosen]
     return {
@@ -349,8 +366,15 @@ def quality_gate(
         "mean_overlap_at_10": round(float(overlaps.mean()), 4),
         "min_overlap_at_10": round(float(overlaps.min()), 2),
         "queries_with_identical_top10_set": round(float(np.mean(overlaps == 1.0)), 3),
+        "query_path": {
+            "runtime": query_runtime,
+            "precision": query_precision,
+            "mean_overlap_at_10": round(float(asked_overlaps.mean()), 4),
+            "min_overlap_at_10": round(float(asked_overlaps.min()), 2),
+            "cosine_to_fp32_min": round(float(np.sum(reference[n:] * asked, axis=1).min()), 5),
+        },
         "gate": GATE,
-        "passes": bool(overlaps.mean() >= GATE),
+        "passes": bool(overlaps.mean() >= GATE and asked_overlaps.mean() >= GATE),
         "cosine_to_fp32_min": round(float(cosines.min()), 5),
         "cosine_to_fp32_mean": round(float(cosines.mean()), 5),
         "answer_hit_at_10": {
@@ -444,6 +468,13 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"{q['queries_with_identical_top10_set']:.0%} of questions); per-text cosine to "
         f"fp32 min {q['cosine_to_fp32_min']}; answer in top-10: {hits}.",
     ]
+    if asked := q.get("query_path"):
+        lines.append(
+            f"Questions as search embeds them ({asked['runtime']}, {asked['precision']}) "
+            f"against these documents: mean overlap@10 with fp32 "
+            f"**{asked['mean_overlap_at_10']}** (min {asked['min_overlap_at_10']}); "
+            f"question cosine to fp32 min {asked['cosine_to_fp32_min']}."
+        )
     return "\n".join(lines)
 
 

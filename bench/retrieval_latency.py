@@ -965,7 +965,9 @@ def _measure_search(
         out[key]["p95_ms_by_kind"] = _by_kind(
             kinds, values, lambda v: round(float(np.percentile(v, 95)), 2)
         )
-    out["query_embedding"]["precision"] = getattr(embedder, "precision", "service")
+    encoder = getattr(embedder, "_query_encoder", None)
+    out["query_embedding"]["precision"] = getattr(encoder, "precision", "service")
+    out["query_embedding"]["runtime"] = getattr(encoder, "runtime", "service")
     out["query_embedding"]["note"] = "embed_query() as timed inside the retrieval call"
     return out
 
@@ -1157,7 +1159,14 @@ def to_markdown(result: dict[str, Any]) -> str:
             if key.startswith("hnsw_top10_ef_")
         ),
         ("exact top-10 (no index)", result["semantic_only"]["exact_top10"], ""),
-        ("query embedding (embed_query: ONNX Runtime, fp32)", result["query_embedding"], ""),
+        (
+            "query embedding (embed_query: {runtime}, {precision})".format(
+                runtime=result["query_embedding"].get("runtime", "onnxruntime"),
+                precision=result["query_embedding"].get("precision", "fp32"),
+            ),
+            result["query_embedding"],
+            "",
+        ),
         ("retrieval call (embed + hybrid)", result["retrieval_call"],
          f"p95 <= 15 ms: {mark('retrieval_call_p95_ms')}"),
         ("get-quoted-sources (in-process client)", result["get_quoted_sources"],

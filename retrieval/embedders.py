@@ -104,8 +104,9 @@ class MiniLmEmbedder:
 
     ``precision`` defaults to ``PROVENANCE_EMBED_PRECISION`` (``bf16`` unless set);
     bf16 is used only where the CPU runs it natively, and ``self.precision`` says
-    which one is in effect for documents. Queries run the same weights in fp32
-    through ONNX Runtime, which is faster for one short text.
+    which one is in effect for documents. Queries run the same weights in the same
+    precision through an exported graph (``retrieval/onnx_query.py``), which is
+    faster for one short text.
     """
 
     model_id = "sentence-transformers/all-MiniLM-L6-v2"
@@ -151,12 +152,14 @@ class MiniLmEmbedder:
         return _unit_rows(vectors.float().numpy()).tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        """One question through ONNX Runtime (fp32): about twice as fast as torch for
-        one short text (see ``retrieval/onnx_query.py``)."""
+        """One question through the exported graph in the documents' precision: about
+        twice as fast as torch for one short text (see ``retrieval/onnx_query.py``)."""
         if self._query_encoder is None:
             from retrieval.onnx_query import query_encoder
 
-            self._query_encoder = query_encoder(self.model_dir, self.model.tokenizer)
+            self._query_encoder = query_encoder(
+                self.model_dir, self.model.tokenizer, self.precision
+            )
         return self._query_encoder.encode(text).tolist()
 
 

@@ -86,7 +86,7 @@ def test_query_path_is_the_fp32_model_through_onnx_runtime(
 ) -> None:
     """Questions run the same weights exported to ONNX: equal to torch fp32, close to bf16."""
     monkeypatch.setenv("PROVENANCE_MODEL_CACHE", str(tmp_path))
-    embedder = MiniLmEmbedder(batch_size=16)  # a fresh one: exports into tmp_path
+    embedder = MiniLmEmbedder(batch_size=16, precision="fp32")  # a fresh one: exports here
     questions = ["Who won Super Bowl 50?", "Which NFL team represented the AFC?", "x " * 400]
     vectors = [embedder.embed_query(q) for q in questions]
     assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]  # exported once, no leftovers
@@ -101,8 +101,76 @@ def test_query_path_is_the_fp32_model_through_onnx_runtime(
         assert _cos(vector, fast.embed_documents([question])[0]) > 0.999
     # a second embedder in the same cache reuses the file instead of exporting again
     stamp = next(tmp_path.iterdir()).stat().st_mtime_ns
-    assert MiniLmEmbedder(batch_size=16).embed_query(questions[0]) == pytest.approx(vectors[0])
+    again = MiniLmEmbedder(batch_size=16, precision="fp32").embed_query(questions[0])
+    assert again == pytest.approx(vectors[0])
     assert next(tmp_path.iterdir()).stat().st_mtime_ns == stamp
+
+
+def test_bf16_documents_get_bf16_questions_from_openvino(
+    fp32: MiniLmEmbedder, fast: MiniLmEmbedder
+) -> None:
+    """Where documents are bf16, questions run the same graph with bf16 matrix products
+    on OpenVINO (ONNX Runtime has no bf16 kernels on x86); elsewhere fp32 ONNX Runtime."""
+    from retrieval.onnx_query import OnnxQueryEncoder, OpenVinoQueryEncoder
+
+    questions = ["Who won Super Bowl 50?", "Which NFL team represented the AFC?", "x " * 400]
+    vectors = [fast.embed_query(q) for q in questions]
+    encoder = fast._query_encoder
+    if cpu_has_fast_bf16():
+        assert fast.precision == "bf16"
+        assert isinstance(encoder, OpenVinoQueryEncoder)
+        assert (encoder.runtime, encoder.precision) == ("openvino", "bf16")
+        assert encoder.compiled.get_property("INFERENCE_PRECISION_HINT").to_string() == "bf16"
+    else:
+        assert fast.precision == "fp32" and isinstance(encoder, OnnxQueryEncoder)
+    fp32.embed_query(questions[0])
+    assert isinstance(fp32._query_encoder, OnnxQueryEncoder)  # fp32 documents: fp32 questions
+    for question, vector in zip(questions, vectors, strict=True):
+        assert len(vector) == 384 and abs(np.linalg.norm(vector) - 1.0) < 1e-5
+        reference = fp32.embed_documents([question])[0]
+        # as close to fp32 as a bf16 document vector is
+        assert _cos(vector, reference) > 0.9995
+        assert _cos(vector, fast.embed_documents([question])[0]) > 0.999
+        if cpu_has_fast_bf16():
+            assert _cos(vector, reference) < 0.9999999  # really bf16, not fp32 again
+
+
+def test_openvino_encoder_serves_threads_with_their_own_requests(fast: MiniLmEmbedder) -> None:
+    """A threaded web server asks from several threads at once: every answer is the
+    one the question gets alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    questions = [f"What is clause {n} of the supply contract about?" for n in range(24)]
+    alone = [fast.embed_query(q) for q in questions]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(fast.embed_query, questions))
+    assert together == alone
+
+
+def test_query_encoder_falls_back_to_onnx_runtime_when_openvino_cannot_serve(
+    fp32: MiniLmEmbedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broken or missing OpenVINO costs speed, never the search: fp32 questions."""
+    import openvino
+
+    from retrieval.onnx_query import OnnxQueryEncoder, OpenVinoQueryEncoder, query_encoder
+
+    question = "Which NFL team represented the AFC at Super Bowl 50?"
+
+    class BrokenCore:
+        def __init__(self) -> None:
+            raise RuntimeError("Cannot load library libopenvino_intel_cpu_plugin.so")
+
+    monkeypatch.setattr(openvino, "Core", BrokenCore)
+    with caplog.at_level("WARNING", logger="retrieval.onnx_query"):
+        encoder = query_encoder(fp32.model_dir, fp32.model.tokenizer, "bf16")
+    assert isinstance(encoder, OnnxQueryEncoder) and encoder.precision == "fp32"
+    assert "OpenVINO bf16 unavailable" in caplog.text
+    assert _cos(encoder.encode(question), fp32.embed_documents([question])[0]) > 0.99999
+    monkeypatch.undo()
+    if not cpu_has_fast_bf16():  # the plugin itself refuses where bf16 would be emulated
+        with pytest.raises(RuntimeError, match="no native bf16"):
+            OpenVinoQueryEncoder(encoder.onnx_file, fp32.model.tokenizer)
 
 
 def test_query_encoder_falls_back_to_the_unfused_graph_and_fuses_on_the_next_start(
@@ -161,6 +229,10 @@ def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
         monkeypatch.setenv("PROVENANCE_QUERY_THREADS", bad)
         with pytest.raises(ImproperlyConfigured, match="PROVENANCE_QUERY_THREADS"):
             query_encoder(fp32.model_dir, fp32.model.tokenizer)
+    if cpu_has_fast_bf16():  # the bf16 encoder takes the same setting
+        monkeypatch.setenv("PROVENANCE_QUERY_THREADS", "1")
+        bf16 = query_encoder(fp32.model_dir, fp32.model.tokenizer, "bf16")
+        assert bf16.compiled.get_property("INFERENCE_NUM_THREADS") == 1
 
 
 def test_torch_threads_setting_is_read_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
