@@ -23,8 +23,15 @@ _NUMBER_ESCAPE = re.compile(r"(?m)^[ \t]*(\\)(?=\d{1,9}[.)])")
 _CODE = re.compile(r"(?ms)^[ ]{0,3}(`{3,}|~{3,}).*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|(`+)[^\n]+?\2")
 
 
-def _escape_backslashes(text: str) -> set[int]:
-    """Offsets of the backslashes that only escape Markdown syntax (outside code)."""
+# strong emphasis on one line, as the JSON converter writes keys ("**name**: value")
+# and Markdown uploads write bold: "**" after no backslash or asterisk and before
+# a non-space, closed by "**" after a non-space (CommonMark's flanking rule, simplified)
+_STRONG = re.compile(r"(?<![\\*])\*\*(?=[^\s*])(?:[^*\n]|\*(?!\*))*?(?<=[^\s\\*])\*\*(?!\*)")
+
+
+def _hidden_markup(text: str) -> set[int]:
+    """Offsets of the Markdown syntax a reader should not see, outside code: the
+    backslashes that only escape, and the ``**`` around strong emphasis."""
     code = [m.span() for m in _CODE.finditer(text)]
 
     def in_code(at: int) -> bool:
@@ -32,6 +39,10 @@ def _escape_backslashes(text: str) -> set[int]:
 
     found = {m.start() for m in _BACKSLASH_ESCAPE.finditer(text)}
     found |= {m.start(1) for m in _NUMBER_ESCAPE.finditer(text)}
+    for strong in _STRONG.finditer(text):
+        start, end = strong.span()
+        if not in_code(start) and not in_code(end - 1):
+            found |= {start, start + 1, end - 2, end - 1}
     return {at for at in found if not in_code(at)}
 
 
@@ -41,9 +52,10 @@ def _shown(text: str, start: int, end: int, hidden: set[int]) -> str:
 
 
 def readable(text: str) -> str:
-    """``text`` without the Markdown backslash escapes a reader should not see
-    (``different\\_first\\_page`` reads ``different_first_page``); code keeps them."""
-    return _shown(text, 0, len(text), _escape_backslashes(text))
+    """``text`` without the Markdown a reader should not see: backslash escapes
+    (``different\\_first\\_page`` reads ``different_first_page``) and the ``**``
+    of strong emphasis (``**name**: Ada`` reads ``name: Ada``); code keeps both."""
+    return _shown(text, 0, len(text), _hidden_markup(text))
 
 
 def marked(
@@ -52,10 +64,11 @@ def marked(
     """``text`` escaped, with ``<mark>`` around the parts inside ``ranges``.
 
     ``ranges`` are absolute offsets; ``base`` is the offset of ``text[0]``.
-    ``for_reading`` drops Markdown backslash escapes (passages shown to readers);
-    the viewer's Markdown lines keep them, as the stored Markdown has them.
+    ``for_reading`` drops Markdown backslash escapes and strong-emphasis ``**``
+    (passages shown to readers); the viewer's Markdown lines keep them, as the
+    stored Markdown has them.
     """
-    hidden = _escape_backslashes(text) if for_reading else set()
+    hidden = _hidden_markup(text) if for_reading else set()
     end_of_text = base + len(text)
     spans = sorted(
         (max(a, base) - base, min(b, end_of_text) - base)
@@ -90,7 +103,7 @@ class Marker:
 
 def answer_html(answer: str, markers: Sequence[Marker]) -> SafeString:
     """The answer with each claim's ``[n]`` marker turned into a link to its source."""
-    hidden = _escape_backslashes(answer)
+    hidden = _hidden_markup(answer)
     parts, cursor = [], 0
     for marker in sorted(markers, key=lambda m: m.at):
         token = f" [{marker.quoted_as}]"

@@ -50,3 +50,23 @@ def test_an_escape_cut_by_a_mark_or_a_mid_line_piece_reads_the_same():
     at = stored.index("_net")  # a mark starting between the backslash and its character
     html = marked(stored, [(at, len(stored))], for_reading=True)
     assert html == "Total <mark>_net_ value: 1. see \\1. here</mark>"
+
+
+def test_strong_emphasis_reads_without_its_asterisks():
+    """JSON keys are written "**key**: value" and Markdown uploads write bold: readers
+    see the words, the viewer's Markdown keeps the syntax, and literal asterisks stay."""
+    assert readable("- **name**: Contoso\n- **vin**: 1C4RJ") == "- name: Contoso\n- vin: 1C4RJ"
+    assert readable("**Net** and **gross total**") == "Net and gross total"
+    for literal in ("5 ** 3 = 125", "** loose", "**x **", r"\*\*kept\*\*", "***x***"):
+        assert readable(literal) == readable(literal.replace("**", "\u0000")).replace(
+            "\u0000", "**"
+        ), literal
+    assert readable("run `**x**` or **y**") == "run `**x**` or y"  # code keeps its syntax
+    answer = "The customer is **name**: Gabriel [1]."
+    html = answer_html(answer, [Marker(answer.index(" [1]"), "1", "/s/1", "source 1")])
+    assert html.startswith("The customer is name: Gabriel <a") and "*" not in html
+    stored = "- **name**: Gabriel\n- **email**: g@contoso.com"
+    start = stored.index("**email")
+    html = marked(stored, [(start, len(stored))], for_reading=True)
+    assert html.endswith("<mark>email: g@contoso.com</mark>")
+    assert marked(stored, [(start, len(stored))]).endswith("<mark>**email**: g@contoso.com</mark>")
