@@ -220,6 +220,11 @@ def test_a_short_json_value_answers_its_question_and_not_unrelated_ones(tenant: 
     assert record.status == "ready", record.error_message
     execution = query_execute(app=tenant.app, question="Who is the health benefits provider?")
     assert execution.answer.startswith("**provider**: MediCare Plus [1]"), execution.answer
+    # stored verbatim, read without the Markdown: "provider: MediCare Plus [1]"
+    asked = _ask(tenant, "Who is the health benefits provider?")
+    assert asked.answer == execution.answer
+    body = tenant.client.get(f"/answers/{asked.pk}/").content.decode()
+    assert "provider: MediCare Plus <a" in body and "**provider**" not in body
     for question in ("What color is the sky on Mars?", "What is the capital of France?"):
         execution = query_execute(app=tenant.app, question=question)
         assert execution.answer == NOT_FOUND, (question, execution.answer)
