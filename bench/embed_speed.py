@@ -161,7 +161,9 @@ def _serve(connection: Any, precisions: tuple[str, ...], batch_size: int) -> Non
     """A long-lived embedding process, built like a Celery pool process builds its embedder.
 
     Commands: ("embed", precision, threads, texts) -> "ready", then on "go" it
-    embeds batch by batch and answers (start, end, effective precision, vectors).
+    embeds batch by batch and answers (start, end, cpu seconds, effective precision,
+    vectors); ("query", precision, texts) embeds each text as search embeds a
+    question and answers (runtime, precision, vectors).
     """
     import torch
 

@@ -1,9 +1,10 @@
 """The query path's encoder: the same model, exported once to ONNX, run by a graph runtime.
 
 A question is one short text, so its embedding time is per-call overhead and
-small matrix products, where torch eager spends ~10-14 ms on 2 slow cores and
-ONNX Runtime (fp32, one thread) ~6 ms: the difference between meeting the
-15 ms budget of a retrieval call and missing it. Documents keep the torch path,
+small matrix products, where torch eager spent ~10-14 ms on 2 slow cores and
+ONNX Runtime (fp32, one thread) ~6 ms for a short question (an Intel host of
+2026-11-22): the difference between meeting the 15 ms budget of a retrieval
+call and missing it. Documents keep the torch path,
 which has the throughput for batches.
 
 The question runs in the documents' precision:
@@ -238,23 +239,29 @@ class OpenVinoQueryEncoder(QueryEncoder):
                 "INFERENCE_NUM_THREADS": threads,
                 "PERFORMANCE_HINT": "LATENCY",
                 "NUM_STREAMS": 1,
+                # gunicorn's and Celery's processes each hold an encoder: pinned
+                # threads of several processes could share one core
+                "ENABLE_CPU_PINNING": False,
             },
         )
         self._requests = threading.local()
+        self.encode("warm-up")  # a graph that loads but cannot run fails here, not in search
 
     def _token_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         request = getattr(self._requests, "request", None)
         if request is None:
             request = self._requests.request = self.compiled.create_infer_request()
-        request.infer({"input_ids": input_ids, "attention_mask": attention_mask})
-        return request.get_output_tensor(0).data.copy()
+        # copied out of the request's buffer, which its next question overwrites
+        return request.infer({"input_ids": input_ids, "attention_mask": attention_mask})[0]
 
 
 def threads_from_env() -> int:
     """``PROVENANCE_QUERY_THREADS`` (default 2): the query encoder's threads for one question.
 
-    Two threads embed a question in ~6.5 ms against ~10 ms with one on an idle
-    2-core host (p95 13 against 19), and were no slower with both cores busy.
+    On an idle 2-core AMD EPYC host (avx512_bf16, no AMX) two threads embed a
+    64-token question in 5.2 ms against 9.1 with one (bf16, OpenVINO) and in
+    10.3 against 17.5 ms (fp32, ONNX Runtime), and were no slower with both
+    cores busy.
     """
     from provenance_site.env import env_int
 

@@ -23,10 +23,12 @@ _NUMBER_ESCAPE = re.compile(r"(?m)^[ \t]*(\\)(?=\d{1,9}[.)])")
 _CODE = re.compile(r"(?ms)^[ ]{0,3}(`{3,}|~{3,}).*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|(`+)[^\n]+?\2")
 
 
-# strong emphasis on one line, as the JSON converter writes keys ("**name**: value")
-# and Markdown uploads write bold: "**" after no backslash or asterisk and before
-# a non-space, closed by "**" after a non-space (CommonMark's flanking rule, simplified)
-_STRONG = re.compile(r"(?<![\\*])\*\*(?=[^\s*])(?:[^*\n]|\*(?!\*))*?(?<=[^\s\\*])\*\*(?!\*)")
+# Strong emphasis on one line, as the JSON converter writes keys ("**name**: value")
+# and Markdown uploads write bold. The opening "**" follows no letter, digit,
+# backslash or asterisk and comes before a non-space; the closing one follows a
+# non-space and comes before no letter, digit or asterisk (CommonMark's flanking
+# rules, tightened): "2**31-1", "f(**kwargs)" and "0.45**, 0.32**" keep their text.
+_STRONG = re.compile(r"(?<![\w\\*])\*\*(?=[^\s*])(?:[^*\n]|\*(?!\*))*?(?<=[^\s\\*])\*\*(?![\w*])")
 
 
 def _hidden_markup(text: str) -> set[int]:
@@ -78,8 +80,8 @@ def marked(
     parts, cursor = [], 0
     for start, end in spans:
         start = max(start, cursor)
-        if end <= start:
-            continue
+        if end <= start or not _shown(text, start, end, hidden):
+            continue  # nothing a reader would see inside: no empty <mark>
         parts += [
             escape(_shown(text, cursor, start, hidden)),
             "<mark>",

@@ -225,6 +225,8 @@ def test_a_short_json_value_answers_its_question_and_not_unrelated_ones(tenant: 
     assert asked.answer == execution.answer
     body = tenant.client.get(f"/answers/{asked.pk}/").content.decode()
     assert "provider: MediCare Plus <a" in body and "**provider**" not in body
+    history = tenant.client.get("/history/").content.decode()
+    assert "provider: MediCare Plus [1]" in history and "**provider**" not in history
     for question in ("What color is the sky on Mars?", "What is the capital of France?"):
         execution = query_execute(app=tenant.app, question=question)
         assert execution.answer == NOT_FOUND, (question, execution.answer)
