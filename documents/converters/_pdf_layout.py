@@ -106,9 +106,10 @@ def union(boxes: list[Box]) -> Box:
 
 
 @functools.lru_cache(maxsize=512)
-def _bold_font(name: str) -> bool:
-    """Fonts repeat on every span of a page: match each name once."""
-    return bool(BOLD_NAME.search(name))
+def _font_traits(name: str) -> tuple[bool, bool]:
+    """(pictograph font, bold font): fonts repeat on every span of a page, so each
+    name is matched once."""
+    return bool(DINGBAT_FONT.search(name)), bool(BOLD_NAME.search(name))
 
 
 def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
@@ -117,12 +118,13 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
         t = span["text"]
         if not t or (not keep_invisible and span.get("alpha", 255) == 0):
             continue  # render-mode-3 text with nothing under it: hidden, not content
-        if DINGBAT_FONT.search(span["font"]):
+        pictographs, bold_font = _font_traits(span["font"])
+        if pictographs:
             t = _pictographs(span, spans[i + 1 :], leads=not text.strip())
         t = without_controls(t)
         n = len(t.strip())
         sizes[round(span["size"], 1)] += n
-        if span["flags"] & 16 or _bold_font(span["font"]):
+        if span["flags"] & 16 or bold_font:
             bold_chars += n
         text += t
         boxes.append(span["bbox"])
@@ -138,6 +140,8 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
 
 
 def without_controls(text: str) -> str:
+    if text.isprintable():  # no control character is printable: most spans, no regex
+        return text
     return CONTROL_CHARS.sub(" ", text)
 
 
