@@ -4,8 +4,8 @@ A question is one short text, so its embedding time is per-call overhead and
 small matrix products, where torch eager spent ~10-14 ms on 2 slow cores and
 ONNX Runtime (fp32, one thread) ~6 ms for a short question (an Intel host of
 2026-11-22): the difference between meeting the 15 ms budget of a retrieval
-call and missing it. Documents keep the torch path,
-which has the throughput for batches.
+call and missing it. Documents keep the torch path, which has the throughput
+for batches.
 
 The question runs in the documents' precision:
 
@@ -17,7 +17,9 @@ The question runs in the documents' precision:
   5.2 against 10.3 ms, 200 tokens 16 against 30 ms, two threads). ONNX Runtime
   has no bf16 kernels on x86. The vectors are as close to fp32 as the bf16
   document vectors are, and ``bench/embed_speed.py`` holds both to the same
-  top-10 gate. When OpenVINO cannot load the graph, ONNX Runtime fp32 serves.
+  top-10 gate. When OpenVINO cannot load or run the graph, ONNX Runtime fp32
+  serves. OpenVINO prepares each input length once per process: the first
+  question of a new length costs ~3 ms more (mean over 5-120 tokens).
 
 The ONNX file is exported from the installed model on first use into
 ``PROVENANCE_MODEL_CACHE`` (default ``var/models``), named after the model
