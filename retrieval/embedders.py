@@ -54,6 +54,10 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> list[float]: ...
 
+    def embed_sentences(self, texts: Sequence[str]) -> list[list[float]]:
+        """Short texts to compare with a question (an answer's candidate sentences)."""
+        ...
+
 
 class EmbeddingServiceError(RuntimeError):
     """The embeddings service failed or answered something unusable."""
@@ -154,13 +158,24 @@ class MiniLmEmbedder:
     def embed_query(self, text: str) -> list[float]:
         """One question through the exported graph in the documents' precision: about
         twice as fast as torch for one short text (see ``retrieval/onnx_query.py``)."""
+        return self._questions().encode(text).tolist()
+
+    def embed_sentences(self, texts: Sequence[str]) -> list[list[float]]:
+        """Short texts compared with a question (an answer's candidate sentences),
+        embedded as the question is: the same encoder, batched. On the web server's
+        one torch thread the documents' path took ~180 of an ask's ~235 ms."""
+        if not texts:
+            return []
+        return self._questions().encode_many(list(texts)).tolist()
+
+    def _questions(self) -> Any:
         if self._query_encoder is None:
             from retrieval.onnx_query import query_encoder
 
             self._query_encoder = query_encoder(
                 self.model_dir, self.model.tokenizer, self.precision
             )
-        return self._query_encoder.encode(text).tolist()
+        return self._query_encoder
 
 
 class OpenAiCompatibleEmbedder:
@@ -200,6 +215,9 @@ class OpenAiCompatibleEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
+
+    def embed_sentences(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed_documents(texts)
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         body = self._post({"model": self.model_id, "input": texts})

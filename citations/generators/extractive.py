@@ -2,8 +2,9 @@
 best answer the question, quoted verbatim, so every claim is provable.
 
 Candidate sentences are pre-ranked by word overlap with the question and by
-their chunk's retrieval score, the best few are embedded, and those closest
-to the question (above a relevance floor) form the answer.
+their chunk's retrieval score, the best few are embedded (as the question is,
+through the embedder's question encoder, batched), and those closest to the
+question (above a relevance floor) form the answer.
 """
 
 from __future__ import annotations
@@ -287,7 +288,7 @@ class ExtractiveGenerator:
         candidates = self._candidates(question, passages)
         if not candidates:
             return []
-        vectors = np.asarray(default_embedder().embed_documents([c.text for c in candidates]))
+        vectors = np.asarray(default_embedder().embed_sentences([c.text for c in candidates]))
         similarity = (vectors @ np.asarray(question_vector)).tolist()
         scored = [
             (c, sim + LEXICAL_WEIGHT * c.overlap + PRIOR_WEIGHT * c.prior)

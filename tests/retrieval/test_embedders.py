@@ -134,6 +134,27 @@ def test_bf16_documents_get_bf16_questions_from_openvino(
             assert _cos(vector, reference) < 0.9999999  # really bf16, not fp32 again
 
 
+def test_candidate_sentences_are_embedded_as_questions_are(
+    fp32: MiniLmEmbedder, fast: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    """The generator compares sentences with the question: they run through the
+    question's encoder in batches, padded and masked, so each vector is the one the
+    sentence gets alone, and close to its documents-path vector."""
+    sentences = [s.strip() + "." for p in paragraphs[:8] for s in p.split(".")[:3] if s.strip()]
+    sentences += ["Short.", "x " * 400]  # one word and a text past 256 tokens in one batch
+    assert len(sentences) > 16  # more than one batch
+    for embedder in (fp32, fast):
+        batched = embedder.embed_sentences(sentences)
+        assert len(batched) == len(sentences)
+        for sentence, vector in zip(sentences, batched, strict=True):
+            assert _cos(vector, embedder.embed_query(sentence)) > 0.99999, sentence
+            assert abs(np.linalg.norm(vector) - 1.0) < 1e-5
+        documents = embedder.embed_documents(sentences[:5])
+        for vector, reference in zip(batched[:5], documents, strict=True):
+            assert _cos(vector, reference) > 0.999
+    assert fast.embed_sentences([]) == []
+
+
 def test_openvino_encoder_serves_threads_with_their_own_requests(fast: MiniLmEmbedder) -> None:
     """A threaded web server asks from several threads at once: every answer is the
     one the question gets alone."""
@@ -403,6 +424,8 @@ def test_service_vectors_come_back_in_input_order(service: tuple[_Service, str])
     assert state.requests[0]["path"] == "/v1/embeddings"
     assert state.requests[0]["body"]["model"] == "minilm"
     assert embedder.embed_query("chunk number 3") == pytest.approx(vectors[3])
+    # an answer's candidate sentences go to the service as documents do
+    assert np.allclose(embedder.embed_sentences(texts[:2]), vectors[:2], atol=1e-6)
 
 
 def test_service_401_raises_with_status_and_message(service: tuple[_Service, str]) -> None:
