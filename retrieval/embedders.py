@@ -153,7 +153,7 @@ class MiniLmEmbedder:
                 show_progress_bar=False,
             )
         # Normalise in fp32: the bf16 output has ~3 significant digits per component.
-        return _unit_rows(vectors.float().numpy()).tolist()
+        return unit_rows(vectors.float().numpy()).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         """One question through the exported graph in the documents' precision: about
@@ -231,7 +231,7 @@ class OpenAiCompatibleEmbedder:
         matrix = np.asarray(rows, dtype=np.float64)
         if not np.all(np.isfinite(matrix)) or np.any(np.linalg.norm(matrix, axis=1) == 0):
             raise EmbeddingServiceError("embedding service returned a zero or non-finite vector")
-        return _unit_rows(matrix).astype(np.float32).tolist()
+        return unit_rows(matrix).astype(np.float32).tolist()
 
     def _post(self, payload: dict[str, Any]) -> Any:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -292,7 +292,7 @@ def _embeddings_in_order(body: Any, *, expected: int) -> list[list[float]]:
     return rows
 
 
-def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """L2-normalise each row (cosine search assumes unit vectors)."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.maximum(norms, 1e-12)

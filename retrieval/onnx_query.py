@@ -172,38 +172,32 @@ class QueryEncoder(ABC):
         self.onnx_file = onnx_file
 
     def encode(self, text: str) -> np.ndarray:
-        encoded = self.tokenizer(
-            [text], return_tensors="np", truncation=True, max_length=MAX_TOKENS
-        )
-        mask = encoded["attention_mask"].astype(np.int64)
-        states = self._token_states(encoded["input_ids"].astype(np.int64), mask)
-        weights = mask[0][:, None].astype(np.float32)
-        pooled = (states[0].astype(np.float32) * weights).sum(axis=0) / max(
-            float(weights.sum()), 1.0
-        )
-        return pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+        return self.encode_many([text])[0]
 
     def encode_many(self, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
-        """Several short texts, ``batch_size`` per run, each padded to its batch's
-        longest (masked, so a text's vector is the one it gets alone)."""
+        """Texts, ``batch_size`` per run, each padded to its batch's longest (masked,
+        so a text's vector is the one it gets alone)."""
+        from retrieval.embedders import unit_rows
+
         rows = []
         for start in range(0, len(texts), batch_size):
-            batch = list(texts[start : start + batch_size])
             encoded = self.tokenizer(
-                batch, return_tensors="np", truncation=True, max_length=MAX_TOKENS, padding=True
+                list(texts[start : start + batch_size]),
+                return_tensors="np",
+                truncation=True,
+                max_length=MAX_TOKENS,
+                padding=True,
             )
             mask = encoded["attention_mask"].astype(np.int64)
             states = self._token_states(encoded["input_ids"].astype(np.int64), mask)
             weights = mask[:, :, None].astype(np.float32)
-            pooled = (states.astype(np.float32) * weights).sum(axis=1) / np.maximum(
-                weights.sum(axis=1), 1.0
-            )
-            rows.append(pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12))
-        return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+            pooled = (states.astype(np.float32) * weights).sum(axis=1)
+            rows.append(unit_rows(pooled / np.maximum(weights.sum(axis=1), 1.0)))
+        return np.concatenate(rows)
 
     @abstractmethod
     def _token_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        """The graph's last hidden state for one tokenised text."""
+        """The graph's last hidden states for a batch of tokenised texts."""
 
 
 class OnnxQueryEncoder(QueryEncoder):
