@@ -483,7 +483,7 @@ def dataset_build(sizes: Sizes, articles: list[Article]) -> dict[str, Any]:
     from django.db import connection
 
     from documents.models import Chunk, Organization
-    from retrieval.services import index_hash_refresh
+    from retrieval.services import index_hash_rebuild
 
     rng = np.random.default_rng(SEED)
     documents, held_out, figures = dataset_documents(sizes, articles, rng)
@@ -518,7 +518,7 @@ def dataset_build(sizes: Sizes, articles: list[Article]) -> dict[str, Any]:
     _chunks_copy(documents, rows, texts, tokens, vectors, rng)
     figures["load_seconds"] = round(time.perf_counter() - started, 1)
     figures.update(_indexes_build(model_indexes))
-    index_hash_refresh(database_id=database.pk)
+    index_hash_rebuild(database_id=database.pk)
     Organization.objects.filter(pk=organization.pk).update(name=dataset_name(sizes))
     return figures
 

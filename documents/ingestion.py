@@ -466,7 +466,7 @@ def _batch_size(file_id: str, *, sharing: int) -> int:
 @transaction.atomic
 def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
     """Make the new Markdown the active one and supersede older revisions."""
-    from retrieval.services import index_hash_refresh
+    from retrieval.services import chunks_retrievable_set
 
     now = timezone.now()
     record = File.objects.select_for_update().get(pk=file_id)
@@ -478,15 +478,15 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
         revision__lt=record.revision,
     )
     older.filter(superseded_at__isnull=True).update(superseded_at=now)
-    Chunk.objects.filter(Q(file=record) | Q(file__in=older)).exclude(markdown=markdown).update(
-        is_retrievable=False
+    chunks_retrievable_set(
+        Chunk.objects.filter(Q(file=record) | Q(file__in=older)).exclude(markdown=markdown),
+        retrievable=False,
     )
     if record.deleted_at is None and record.superseded_at is None:
         # a revision converted again after a newer one was published stays hidden
-        Chunk.objects.filter(markdown=markdown).update(is_retrievable=True)
+        chunks_retrievable_set(Chunk.objects.filter(markdown=markdown), retrievable=True)
     # ready_at says when this revision first became ready, not when it was converted again
     _ready_on(file_id, markdown, ready_at=record.ready_at or now)
-    index_hash_refresh(database_id=record.data_source.vector_database_id)
 
 
 # --- recovery and retries -------------------------------------------------------
@@ -586,7 +586,7 @@ def file_delete(
     repeated request records no second deletion.
     """
     from audit.events import document_event_record
-    from retrieval.services import index_hash_refresh
+    from retrieval.services import chunks_retrievable_set
 
     if not reason.strip():
         raise ValueError("a deletion needs a reason")
@@ -606,5 +606,4 @@ def file_delete(
     )
     now = timezone.now()
     File.objects.filter(pk__in=live).update(deleted_at=now, deletion_reason=reason)
-    Chunk.objects.filter(file__in=revisions).update(is_retrievable=False)
-    index_hash_refresh(database_id=file.data_source.vector_database_id)
+    chunks_retrievable_set(Chunk.objects.filter(file__in=revisions), retrievable=False)

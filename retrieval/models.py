@@ -7,14 +7,16 @@ import uuid
 from django.db import models
 
 from documents.fulltext import ANALYZER
+from retrieval.content_digest import empty as empty_digest
 
 
 class VectorDatabase(models.Model):
     """A set of data sources indexed with one embed model and one analyzer.
 
     ``index_hash`` fingerprints the embed model, the analyzer and the content
-    of every chunk in the index; it changes whenever the index changes, and
-    every answer records the hash it was produced from.
+    of every retrievable chunk in the index (through ``content_digest``); it
+    changes whenever the index changes, and every answer records the hash it
+    was produced from.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -27,6 +29,9 @@ class VectorDatabase(models.Model):
     pooling = models.CharField(max_length=50, default="mean")
     analyzer = models.CharField(max_length=50, default=ANALYZER)
     index_hash = models.CharField(max_length=64, blank=True, default="")
+    # the retrievable chunks' set digest (retrieval/content_digest.py), which
+    # index_hash covers; updated by each change, not recomputed from every chunk
+    content_digest = models.BinaryField(default=empty_digest, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -2,48 +2,95 @@
 
 from __future__ import annotations
 
-from django.db import connection, transaction
+import hashlib
+from collections import defaultdict
+
+from django.db import transaction
+from django.db.models import QuerySet
 
 from documents.fulltext import ANALYZER
+from documents.models import Chunk
+from retrieval.content_digest import EMPTY, digest_changed, digest_of
 from retrieval.embedders import EMBED_DIMENSIONS, configured_model_id
 from retrieval.models import VectorDatabase
+
+_UPDATE_BATCH = 5000
 
 
 def vector_database_default(*, organization) -> VectorDatabase:  # noqa: ANN001
     """The organization's default index, created on first use."""
+    model = configured_model_id()
     database, _ = VectorDatabase.objects.get_or_create(
         organization=organization,
         name="default",
         defaults={
-            "embed_model": configured_model_id(),
+            "embed_model": model,
             "embed_dimensions": EMBED_DIMENSIONS,
             "pooling": "mean",
             "analyzer": ANALYZER,
+            "index_hash": index_hash_of(embed_model=model, analyzer=ANALYZER, digest=EMPTY),
         },
     )
     return database
 
 
-@transaction.atomic
-def index_hash_refresh(*, database_id: str) -> str:
-    """Recompute the fingerprint of everything retrievable in the index.
+def index_hash_of(*, embed_model: str, analyzer: str, digest: bytes) -> str:
+    """The index's identity: its embed model, its analyzer and its chunks' set digest."""
+    return hashlib.sha256(f"{embed_model}|{analyzer}|".encode() + bytes(digest)).hexdigest()
 
-    It covers the embed model, the analyzer and the id + content hash of every
-    retrievable chunk, so any change in what can be retrieved changes the hash.
+
+@transaction.atomic
+def chunks_retrievable_set(chunks: QuerySet[Chunk], *, retrievable: bool) -> int:
+    """Make ``chunks`` retrievable (or not), carrying their indexes' hashes along.
+
+    The one way the flag changes: only rows whose flag differs are locked,
+    changed and put into (or taken out of) their index's digest, so the hash
+    follows exactly what this call changed. Returns how many chunks changed.
     """
-    database = VectorDatabase.objects.select_for_update().get(pk=database_id)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT encode(sha256(convert_to(
-                %s || '|' || %s || '|' || coalesce(string_agg(c.id::text || ':' || c.content_hash,
-                                                  ',' ORDER BY c.id), ''), 'UTF8')), 'hex')
-            FROM documents_chunk c
-            WHERE c.vector_database_id = %s AND c.is_retrievable
-            """,
-            [database.embed_model, database.analyzer, database.pk],
+    changed = list(
+        chunks.filter(is_retrievable=not retrievable)
+        .select_for_update(of=("self",))
+        .values_list("pk", "vector_database_id", "content_hash")
+    )
+    for start in range(0, len(changed), _UPDATE_BATCH):
+        ids = [row[0] for row in changed[start : start + _UPDATE_BATCH]]
+        Chunk.objects.filter(pk__in=ids).update(is_retrievable=retrievable)
+    by_database: dict[object, list[tuple[object, str]]] = defaultdict(list)
+    for chunk_id, database_id, content_hash in changed:
+        by_database[database_id].append((chunk_id, content_hash))
+    for database_id, pairs in by_database.items():
+        database = VectorDatabase.objects.select_for_update().get(pk=database_id)
+        digest = digest_changed(
+            bytes(database.content_digest),
+            added=pairs if retrievable else (),
+            removed=() if retrievable else pairs,
         )
-        (digest,) = cursor.fetchone()
-    database.index_hash = digest
-    database.save(update_fields=["index_hash", "updated_at"])
-    return digest
+        _identity_save(database, digest)
+    return len(changed)
+
+
+@transaction.atomic
+def index_hash_rebuild(*, database_id: object) -> str:
+    """The digest recomputed from every retrievable chunk (O(chunks)): for what
+    bypassed :func:`chunks_retrievable_set` (a bulk load, a data-only restore)."""
+    database = VectorDatabase.objects.select_for_update().get(pk=database_id)
+    _identity_save(database, index_digest_recomputed(database_id=database.pk))
+    return database.index_hash
+
+
+def index_digest_recomputed(*, database_id: object) -> bytes:
+    """The digest of the index's retrievable chunks as they are now."""
+    rows = (
+        Chunk.objects.filter(vector_database_id=database_id, is_retrievable=True)
+        .values_list("pk", "content_hash")
+        .iterator(chunk_size=_UPDATE_BATCH)
+    )
+    return digest_of(rows)
+
+
+def _identity_save(database: VectorDatabase, digest: bytes) -> None:
+    database.content_digest = digest
+    database.index_hash = index_hash_of(
+        embed_model=database.embed_model, analyzer=database.analyzer, digest=digest
+    )
+    database.save(update_fields=["content_digest", "index_hash", "updated_at"])
