@@ -6,3 +6,7 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provenance_site.settings.local")
 application = get_asgi_application()
+
+from retrieval.warm import query_path_warm_in_background  # noqa: E402 (after setup)
+
+query_path_warm_in_background()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -136,6 +137,7 @@ class MiniLmEmbedder:
         self.model = SentenceTransformer(str(self.model_dir), device="cpu")
         self.model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}
         self._query_encoder: Any = None
+        self._questions_loading = threading.Lock()
         if self.precision == "bf16":
             self.model.to(torch.bfloat16)
         self.model.eval()
@@ -170,11 +172,13 @@ class MiniLmEmbedder:
 
     def _questions(self) -> Any:
         if self._query_encoder is None:
-            from retrieval.onnx_query import query_encoder
+            with self._questions_loading:  # one export and compile per process
+                if self._query_encoder is None:
+                    from retrieval.onnx_query import query_encoder
 
-            self._query_encoder = query_encoder(
-                self.model_dir, self.model.tokenizer, self.precision
-            )
+                    self._query_encoder = query_encoder(
+                        self.model_dir, self.model.tokenizer, self.precision
+                    )
         return self._query_encoder
 
 
@@ -298,9 +302,18 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.maximum(norms, 1e-12)
 
 
-@lru_cache(maxsize=1)
+_loading = threading.Lock()
+
+
 def default_embedder() -> Embedder:
-    """The process-wide embedder (loading the model takes seconds; do it once)."""
+    """The process-wide embedder (loading the model takes seconds; do it once, even
+    when the start-up warm-up and a first request ask at the same time)."""
+    with _loading:
+        return _default_embedder()
+
+
+@lru_cache(maxsize=1)
+def _default_embedder() -> Embedder:
     from django.conf import settings
 
     batch_size = settings.PROVENANCE_EMBED_BATCH_SIZE

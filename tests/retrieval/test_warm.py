@@ -1,0 +1,81 @@
+"""A web process loads the query path when it starts, not on its first question.
+
+Each case starts a fresh Python process that imports the WSGI entry point, as
+runserver and gunicorn do, against this test database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = """
+import json, threading
+import provenance_site.wsgi
+warming = [t for t in threading.enumerate() if t.name == "warm-query-path"]
+for thread in warming:
+    thread.join(300)
+from retrieval import embedders, search
+loaded = embedders._default_embedder.cache_info().currsize == 1
+print(json.dumps({
+    "threads": len(warming),
+    "embedder": loaded,
+    "question_encoder": loaded and embedders.default_embedder()._query_encoder is not None,
+    "statistics": "common lexemes" in search._statistics,
+}))
+"""
+
+
+def _test_database_url() -> str:
+    db = connection.settings_dict
+    host = urllib.parse.quote(db["HOST"] or db["OPTIONS"].get("host", ""), safe="")
+    password = f":{urllib.parse.quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgres://{db['USER']}{password}@{host}{port}/{db['NAME']}"
+
+
+def _probe(**env: str) -> dict:
+    environment = os.environ | {
+        "DATABASE_URL": _test_database_url(),
+        "DJANGO_SETTINGS_MODULE": "provenance_site.settings.test",
+        "HF_HUB_OFFLINE": "1",
+        **env,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_web_entry_point_warms_the_query_path():
+    assert _probe(PROVENANCE_WARM_EMBEDDER="1") == {
+        "threads": 1,
+        "embedder": True,
+        "question_encoder": True,
+        "statistics": True,
+    }
+
+
+def test_warming_can_be_turned_off():
+    assert _probe(PROVENANCE_WARM_EMBEDDER="0") == {
+        "threads": 0,
+        "embedder": False,
+        "question_encoder": False,
+        "statistics": False,
+    }
