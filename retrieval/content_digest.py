@@ -28,6 +28,11 @@ EMPTY = bytes(2 * LANES)  # the digest of no chunks
 _BATCH = 4096  # chunks stretched at a time: 8 MB of lanes
 
 
+def index_hash_of(*, embed_model: str, analyzer: str, digest: bytes) -> str:
+    """An index's identity: its embed model, its analyzer and its chunks' digest."""
+    return hashlib.sha256(f"{embed_model}|{analyzer}|".encode() + bytes(digest)).hexdigest()
+
+
 def empty() -> bytes:
     """The digest of no chunks (a field default by reference, not a 2 KB literal)."""
     return EMPTY
@@ -55,9 +60,7 @@ def digest_changed(
     removed: Iterable[tuple[object, str]],
 ) -> bytes:
     """``digest`` with ``added`` chunks put in and ``removed`` ones taken out."""
-    if len(digest) != len(EMPTY):
-        raise ValueError(f"a digest is {len(EMPTY)} bytes, not {len(digest)}")
-    total = np.frombuffer(digest, dtype="<u2").astype(np.int64)
+    total = _unpacked(digest)
     for sign, chunks in ((1, added), (-1, removed)):
         batch: list[tuple[str, str]] = []
         for chunk_id, content_hash in chunks:
@@ -67,4 +70,24 @@ def digest_changed(
                 batch = []
         if batch:
             total += sign * _lanes(batch).astype(np.int64)
+    return _packed(total)
+
+
+def digest_plus(digest: bytes, other: bytes) -> bytes:
+    """The digest of both sets (``other`` computed beforehand, e.g. outside a lock)."""
+    return _packed(_unpacked(digest) + _unpacked(other))
+
+
+def digest_minus(digest: bytes, other: bytes) -> bytes:
+    """``digest`` without the chunks ``other`` is the digest of."""
+    return _packed(_unpacked(digest) - _unpacked(other))
+
+
+def _unpacked(digest: bytes) -> np.ndarray:
+    if len(digest) != len(EMPTY):
+        raise ValueError(f"a digest is {len(EMPTY)} bytes, not {len(digest)}")
+    return np.frombuffer(bytes(digest), dtype="<u2").astype(np.int64)
+
+
+def _packed(total: np.ndarray) -> bytes:
     return np.mod(total, 1 << 16).astype("<u2").tobytes()

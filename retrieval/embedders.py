@@ -305,6 +305,20 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
 _loading = threading.Lock()
 
 
+def _unlock_after_fork() -> None:
+    """A forked child gets fresh loading locks: a parent that forks while its
+    warm-up thread loads (``gunicorn --preload``) would leave them held in the
+    child for ever. Nothing else is touched: the handler also runs in every
+    ``subprocess`` child before exec, where freeing the parent's model would
+    wait for torch and OpenVINO threads the child does not have."""
+    global _loading
+    _loading = threading.Lock()
+    if _default_embedder.cache_info().currsize:
+        embedder = _default_embedder()  # cached: no loading
+        if isinstance(embedder, MiniLmEmbedder):
+            embedder._questions_loading = threading.Lock()
+
+
 def default_embedder() -> Embedder:
     """The process-wide embedder (loading the model takes seconds; do it once, even
     when the start-up warm-up and a first request ask at the same time)."""
@@ -328,6 +342,8 @@ def _default_embedder() -> Embedder:
         )
     return MiniLmEmbedder(batch_size=batch_size)
 
+
+os.register_at_fork(after_in_child=_unlock_after_fork)
 
 EMBED_MODEL_ID = MiniLmEmbedder.model_id
 EMBED_DIMENSIONS = MiniLmEmbedder.dimensions

@@ -8,6 +8,7 @@ from django.db import models
 
 from documents.fulltext import ANALYZER
 from retrieval.content_digest import empty as empty_digest
+from retrieval.content_digest import index_hash_of
 
 
 class VectorDatabase(models.Model):
@@ -42,6 +43,26 @@ class VectorDatabase(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.embed_model})"
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        """A new index starts with the hash of no chunks. A full save of a copy read
+        earlier (the admin's change form) leaves the digest and the hash alone: only
+        ``retrieval.services`` writes them, naming them, under the row's lock, and
+        an older copy would undo the changes made since it was read."""
+        if self._state.adding:
+            if not self.index_hash:
+                self.index_hash = index_hash_of(
+                    embed_model=self.embed_model,
+                    analyzer=self.analyzer,
+                    digest=bytes(self.content_digest),
+                )
+        elif kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [
+                field.name
+                for field in self._meta.concrete_fields
+                if not field.primary_key and field.name not in ("content_digest", "index_hash")
+            ]
+        super().save(*args, **kwargs)
 
     @property
     def embed_model_id(self) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 
 from django.db import transaction
@@ -10,7 +9,7 @@ from django.db.models import QuerySet
 
 from documents.fulltext import ANALYZER
 from documents.models import Chunk
-from retrieval.content_digest import EMPTY, digest_changed, digest_of
+from retrieval.content_digest import digest_minus, digest_of, digest_plus, index_hash_of
 from retrieval.embedders import EMBED_DIMENSIONS, configured_model_id
 from retrieval.models import VectorDatabase
 
@@ -19,24 +18,17 @@ _UPDATE_BATCH = 5000
 
 def vector_database_default(*, organization) -> VectorDatabase:  # noqa: ANN001
     """The organization's default index, created on first use."""
-    model = configured_model_id()
     database, _ = VectorDatabase.objects.get_or_create(
         organization=organization,
         name="default",
         defaults={
-            "embed_model": model,
+            "embed_model": configured_model_id(),
             "embed_dimensions": EMBED_DIMENSIONS,
             "pooling": "mean",
             "analyzer": ANALYZER,
-            "index_hash": index_hash_of(embed_model=model, analyzer=ANALYZER, digest=EMPTY),
         },
     )
     return database
-
-
-def index_hash_of(*, embed_model: str, analyzer: str, digest: bytes) -> str:
-    """The index's identity: its embed model, its analyzer and its chunks' set digest."""
-    return hashlib.sha256(f"{embed_model}|{analyzer}|".encode() + bytes(digest)).hexdigest()
 
 
 @transaction.atomic
@@ -58,14 +50,12 @@ def chunks_retrievable_set(chunks: QuerySet[Chunk], *, retrievable: bool) -> int
     by_database: dict[object, list[tuple[object, str]]] = defaultdict(list)
     for chunk_id, database_id, content_hash in changed:
         by_database[database_id].append((chunk_id, content_hash))
-    for database_id, pairs in by_database.items():
+    # hashed before the index's row is locked; indexes locked in one order
+    shifts = {database_id: digest_of(pairs) for database_id, pairs in by_database.items()}
+    combine = digest_plus if retrievable else digest_minus
+    for database_id in sorted(shifts, key=str):
         database = VectorDatabase.objects.select_for_update().get(pk=database_id)
-        digest = digest_changed(
-            bytes(database.content_digest),
-            added=pairs if retrievable else (),
-            removed=() if retrievable else pairs,
-        )
-        _identity_save(database, digest)
+        _identity_save(database, combine(bytes(database.content_digest), shifts[database_id]))
     return len(changed)
 
 

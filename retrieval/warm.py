@@ -5,7 +5,11 @@ compiles the question encoder (~1-2 s) and reads the search statistics: the
 first question on a 2-core host took ~7 s against ~0.13 s for the next ones.
 The WSGI and ASGI entry points start :func:`query_path_warm_in_background`
 when the process starts; a request that arrives meanwhile waits for the same
-loading (the loaders hold locks) instead of loading a second copy.
+loading (the loaders hold locks) instead of loading a second copy. A server
+that imports the application before forking its workers (``gunicorn
+--preload``) forks them with what the parent has loaded by then; the loading
+locks are fresh in every child (``retrieval.embedders``), so a fork in the
+middle of loading leaves the child to load its own.
 """
 
 from __future__ import annotations
@@ -23,11 +27,13 @@ def query_path_warm() -> float:
     from django.db import connections
 
     from retrieval import search
-    from retrieval.embedders import default_embedder
+    from retrieval.embedders import MiniLmEmbedder, default_embedder
 
     started = time.perf_counter()
     try:
-        default_embedder().embed_query("warm-up")
+        embedder = default_embedder()
+        if isinstance(embedder, MiniLmEmbedder):  # a remote service is not called
+            embedder.embed_query("warm-up")
         search.common_lexemes()
     finally:
         connections.close_all()  # this thread's own connection, not a request's

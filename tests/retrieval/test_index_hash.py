@@ -16,9 +16,16 @@ from django.core.management import CommandError, call_command
 
 from documents.ingestion import file_delete
 from documents.models import Chunk
-from retrieval.content_digest import EMPTY, digest_changed, digest_of
+from retrieval.content_digest import (
+    EMPTY,
+    digest_changed,
+    digest_minus,
+    digest_of,
+    digest_plus,
+    index_hash_of,
+)
 from retrieval.models import VectorDatabase
-from retrieval.services import index_digest_recomputed, index_hash_of
+from retrieval.services import index_digest_recomputed
 from tests import factories
 from tests.conftest import wait_for_status
 
@@ -32,12 +39,19 @@ def test_the_digest_is_a_set_digest():
     assert digest_of((str(i), h) for i, h in CHUNKS) == forward
     assert digest_changed(forward, added=(), removed=CHUNKS[100:]) == digest_of(CHUNKS[:100])
     assert digest_changed(EMPTY, added=CHUNKS[:5], removed=CHUNKS[:5]) == EMPTY
+    # a change hashed beforehand (outside the index's lock) combines the same way
+    head, tail = digest_of(CHUNKS[:100]), digest_of(CHUNKS[100:])
+    assert digest_plus(head, tail) == forward
+    assert digest_minus(forward, tail) == head
+    assert digest_minus(EMPTY, head) == digest_changed(EMPTY, added=(), removed=CHUNKS[:100])
     # one chunk's content changes the digest, and so does a chunk counted twice
     edited = [(CHUNKS[0][0], "0" * 64), *CHUNKS[1:]]
     assert digest_of(edited) != forward
     assert digest_changed(forward, added=CHUNKS[:1], removed=()) != forward
     with pytest.raises(ValueError, match="2048 bytes"):
         digest_changed(b"short", added=(), removed=())
+    with pytest.raises(ValueError, match="2048 bytes"):
+        digest_plus(forward, b"short")
 
 
 def test_the_hash_covers_the_model_and_the_analyzer():
@@ -73,9 +87,16 @@ def test_publish_revision_and_deletion_keep_the_digest_exact(celery_worker):  # 
     with_leave = _database_agrees(database)
     assert with_leave != empty
 
+    # a copy read now and saved whole later (as the admin's change form does) ...
+    stale_copy = VectorDatabase.objects.get(pk=database.pk)
     other = factories.upload(source, "travel.md", b"# Travel\n\nEconomy class only.\n").file
     assert wait_for_status(other.pk).status == "ready"
     both = _database_agrees(database)
+    stale_copy.name = "renamed"
+    stale_copy.save()
+    # ... renames the index without putting back the digest it read
+    assert _database_agrees(database) == both
+    assert database.name == "renamed"
 
     # a new revision of leave.md replaces the first one's chunks in the digest
     second = factories.upload(source, "leave.md", b"# Leave\n\nThirty days a year.\n").file
@@ -114,6 +135,25 @@ def test_the_command_finds_and_mends_a_bypassed_change(celery_worker):  # noqa: 
     after = _database_agrees(database)
     assert after != before
     call_command("rebuild_index_hash", "--check")
+
+    # a hash that is not its digest's (written by older code) is found and mended too
+    VectorDatabase.objects.filter(pk=database.pk).update(index_hash="0" * 64)
+    with pytest.raises(CommandError, match=str(database.pk)):
+        call_command("rebuild_index_hash", "--check")
+    call_command("rebuild_index_hash")
+    assert _database_agrees(database) == after
+
+
+@pytest.mark.django_db
+def test_a_new_index_starts_with_the_hash_of_no_chunks():
+    organization = factories.organization()
+    database = VectorDatabase.objects.create(
+        organization=organization, name="extra", embed_model="m", embed_dimensions=384
+    )
+    assert database.index_hash == index_hash_of(
+        embed_model="m", analyzer=database.analyzer, digest=EMPTY
+    )
+    call_command("rebuild_index_hash", "--check", "--database", str(database.pk))
 
 
 @pytest.mark.django_db

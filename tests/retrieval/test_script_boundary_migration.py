@@ -2,7 +2,7 @@
 against Arabic letters becomes searchable on its own once migrated, stops being so
 when the migration is undone, the postings follow the column both ways, and the
 new column has statistics at once. retrieval 0003 renames the analyzer and so
-changes every index hash, and back; retrieval 0004 digests every index again."""
+changes every index hash, and back; retrieval 0005 digests every index again."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker):  # no
         call_command("migrate", "documents", "0005", verbosity=0)
         assert _found(source, "Python") == set()
         call_command("rebuild_postings", "--check")
-        database.refresh_from_db(fields=["analyzer", "index_hash"])  # no digest before 0004
+        # no digest column before retrieval 0004
+        database.refresh_from_db(fields=["analyzer", "index_hash"])
         assert database.analyzer == "english"
         assert database.index_hash != current_hash
     finally:
@@ -57,7 +58,7 @@ def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker):  # no
     call_command("rebuild_postings", "--check")
     database.refresh_from_db()
     assert (database.analyzer, database.index_hash) == (ANALYZER, current_hash)
-    # retrieval 0004 digests the index as the running digest does
+    # retrieval 0005 digests the index as the running digest does
     assert index_hash_rebuild(database_id=database.pk) == current_hash
     with connection.cursor() as cursor:  # the common lexemes' shares come from these
         cursor.execute(

@@ -29,8 +29,10 @@ from retrieval import embedders, search
 loaded = embedders._default_embedder.cache_info().currsize == 1
 print(json.dumps({
     "threads": len(warming),
+    "embedder_class": type(embedders.default_embedder()).__name__ if loaded else None,
     "embedder": loaded,
-    "question_encoder": loaded and embedders.default_embedder()._query_encoder is not None,
+    "question_encoder": loaded
+        and getattr(embedders.default_embedder(), "_query_encoder", None) is not None,
     "statistics": "common lexemes" in search._statistics,
 }))
 """
@@ -60,12 +62,14 @@ def _probe(**env: str) -> dict:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "warming the query path failed" not in proc.stderr, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_the_web_entry_point_warms_the_query_path():
     assert _probe(PROVENANCE_WARM_EMBEDDER="1") == {
         "threads": 1,
+        "embedder_class": "MiniLmEmbedder",
         "embedder": True,
         "question_encoder": True,
         "statistics": True,
@@ -75,7 +79,36 @@ def test_the_web_entry_point_warms_the_query_path():
 def test_warming_can_be_turned_off():
     assert _probe(PROVENANCE_WARM_EMBEDDER="0") == {
         "threads": 0,
+        "embedder_class": None,
         "embedder": False,
         "question_encoder": False,
         "statistics": False,
     }
+
+
+def test_a_remote_embedder_is_not_called_at_start():
+    # nothing listens there: a warm-up request would fail and log a warning
+    assert _probe(
+        PROVENANCE_WARM_EMBEDDER="1", PROVENANCE_EMBEDDINGS_URL="http://127.0.0.1:9/v1"
+    ) == {
+        "threads": 1,
+        "embedder_class": "OpenAiCompatibleEmbedder",
+        "embedder": True,
+        "question_encoder": False,
+        "statistics": True,
+    }
+
+
+def test_a_forked_child_does_not_inherit_a_held_loading_lock():
+    from retrieval import embedders
+
+    held = embedders._loading
+    held.acquire()  # as a parent's warm-up thread holds it while loading
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: a fresh lock, free at once
+            os._exit(0 if embedders._loading.acquire(timeout=5) else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        held.release()
+    assert os.waitstatus_to_exitcode(status) == 0
