@@ -96,6 +96,7 @@ def test_reconvert_publishes_a_new_conversion_and_old_answers_keep_their_chunks(
         for chunk_id in after.quoted_sources.values_list("chunk_id", flat=True)
     )
     assert _run().rstrip().endswith("0 file(s) queued to convert again")  # nothing left
+    _index_hash_follows_the_chunks()
 
 
 def test_a_failed_reconversion_keeps_the_file_ready_on_its_previous_conversion(
@@ -117,6 +118,13 @@ def test_a_failed_reconversion_keeps_the_file_ready_on_its_previous_conversion(
     assert record.markdowns.get(is_active=True) == old_markdown
     assert Chunk.objects.filter(markdown=old_markdown, is_retrievable=True).count() == chunks
     assert (record.progress_done, record.progress_total) == (chunks, chunks)
+
+
+def _index_hash_follows_the_chunks() -> None:
+    """Every index's running digest is its retrievable chunks' (the command fails if not)."""
+    out = io.StringIO()
+    call_command("rebuild_index_hash", "--check", stdout=out)
+    assert "match" in out.getvalue()
 
 
 def _held(record: File, *, status: str = "pending", hours: float = 0) -> None:
@@ -149,6 +157,7 @@ def test_a_revision_superseded_while_converted_again_stays_hidden(celery_worker,
     assert Chunk.objects.filter(file=second, is_retrievable=True).exists()
     superseded_queued = file_reconvert(file=first, reason="test")
     assert not superseded_queued, "a superseded revision is not converted again"
+    _index_hash_follows_the_chunks()
 
 
 def test_converting_again_with_a_version_already_published_reuses_it(celery_worker, corpus):
@@ -180,6 +189,7 @@ def test_converting_again_with_a_version_already_published_reuses_it(celery_work
     assert record.markdowns.get(is_active=True) == current  # published again, not re-made
     assert Chunk.objects.filter(markdown=current, is_retrievable=True).exists()
     assert not Chunk.objects.filter(markdown=rolled_back, is_retrievable=True).exists()
+    _index_hash_follows_the_chunks()
 
 
 def test_reconvert_refuses_bad_input_and_leaves_failed_and_deleted_files_alone(
