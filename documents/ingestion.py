@@ -469,7 +469,20 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
     from retrieval.services import chunks_retrievable_set
 
     now = timezone.now()
-    record = File.objects.select_for_update().get(pk=file_id)
+    document = File.objects.values("data_source_id", "name", "revision").get(pk=file_id)
+    # this revision and every older one, locked newest first as file_delete locks them:
+    # two revisions published at once then wait for each other instead of each
+    # holding an older row the other one needs (a deadlock)
+    locked = list(
+        File.objects.select_for_update()
+        .filter(
+            data_source_id=document["data_source_id"],
+            name=document["name"],
+            revision__lte=document["revision"],
+        )
+        .order_by("-revision")
+    )
+    record = next(revision for revision in locked if str(revision.pk) == str(file_id))
     DocumentMarkdown.objects.filter(file=record, is_active=True).update(is_active=False)
     DocumentMarkdown.objects.filter(pk=markdown.pk).update(is_active=True, published_at=now)
     older = File.objects.filter(
