@@ -482,17 +482,12 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
         )
         .order_by("-revision")
     )
-    record = next(revision for revision in locked if str(revision.pk) == str(file_id))
+    record, older = locked[0], [revision.pk for revision in locked[1:]]  # revisions are unique
     DocumentMarkdown.objects.filter(file=record, is_active=True).update(is_active=False)
     DocumentMarkdown.objects.filter(pk=markdown.pk).update(is_active=True, published_at=now)
-    older = File.objects.filter(
-        data_source_id=record.data_source_id,
-        name=record.name,
-        revision__lt=record.revision,
-    )
-    older.filter(superseded_at__isnull=True).update(superseded_at=now)
+    File.objects.filter(pk__in=older, superseded_at__isnull=True).update(superseded_at=now)
     chunks_retrievable_set(
-        Chunk.objects.filter(Q(file=record) | Q(file__in=older)).exclude(markdown=markdown),
+        Chunk.objects.filter(file__in=[record.pk, *older]).exclude(markdown=markdown),
         retrievable=False,
     )
     if record.deleted_at is None and record.superseded_at is None:

@@ -39,7 +39,7 @@ def empty() -> bytes:
 
 
 def _lanes(chunks: list[tuple[str, str]]) -> np.ndarray:
-    """The lane-wise sum (mod 2^16) of ``(chunk id, content hash)`` pairs."""
+    """The lane-wise sum (not yet reduced mod 2^16) of ``(chunk id, content hash)`` pairs."""
     stretched = b"".join(
         hashlib.shake_256(f"{chunk_id}:{content_hash}".encode()).digest(2 * LANES)
         for chunk_id, content_hash in chunks
@@ -50,7 +50,16 @@ def _lanes(chunks: list[tuple[str, str]]) -> np.ndarray:
 
 def digest_of(chunks: Iterable[tuple[object, str]]) -> bytes:
     """The digest of exactly these chunks (ids as UUIDs or their text)."""
-    return digest_changed(EMPTY, added=chunks, removed=())
+    total = np.zeros(LANES, dtype=np.uint64)
+    batch: list[tuple[str, str]] = []
+    for chunk_id, content_hash in chunks:
+        batch.append((str(chunk_id), content_hash))
+        if len(batch) == _BATCH:
+            total += _lanes(batch)
+            batch = []
+    if batch:
+        total += _lanes(batch)
+    return _packed(total)
 
 
 def digest_changed(
@@ -60,17 +69,7 @@ def digest_changed(
     removed: Iterable[tuple[object, str]],
 ) -> bytes:
     """``digest`` with ``added`` chunks put in and ``removed`` ones taken out."""
-    total = _unpacked(digest)
-    for sign, chunks in ((1, added), (-1, removed)):
-        batch: list[tuple[str, str]] = []
-        for chunk_id, content_hash in chunks:
-            batch.append((str(chunk_id), content_hash))
-            if len(batch) == _BATCH:
-                total += sign * _lanes(batch).astype(np.int64)
-                batch = []
-        if batch:
-            total += sign * _lanes(batch).astype(np.int64)
-    return _packed(total)
+    return digest_minus(digest_plus(digest, digest_of(added)), digest_of(removed))
 
 
 def digest_plus(digest: bytes, other: bytes) -> bytes:

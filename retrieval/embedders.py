@@ -170,6 +170,10 @@ class MiniLmEmbedder:
             return []
         return self._questions().encode_many(list(texts)).tolist()
 
+    def unlock_after_fork(self) -> None:
+        """A fresh lock for the question encoder's loading (see ``_unlock_after_fork``)."""
+        self._questions_loading = threading.Lock()
+
     def _questions(self) -> Any:
         if self._query_encoder is None:
             with self._questions_loading:  # one export and compile per process
@@ -316,7 +320,7 @@ def _unlock_after_fork() -> None:
     if _default_embedder.cache_info().currsize:
         embedder = _default_embedder()  # cached: no loading
         if isinstance(embedder, MiniLmEmbedder):
-            embedder._questions_loading = threading.Lock()
+            embedder.unlock_after_fork()
 
 
 def default_embedder() -> Embedder:

@@ -51,11 +51,7 @@ class VectorDatabase(models.Model):
         an older copy would undo the changes made since it was read."""
         if self._state.adding:
             if not self.index_hash:
-                self.index_hash = index_hash_of(
-                    embed_model=self.embed_model,
-                    analyzer=self.analyzer,
-                    digest=bytes(self.content_digest),
-                )
+                self.index_hash = self.hash_of(bytes(self.content_digest))
         elif kwargs.get("update_fields") is None:
             kwargs["update_fields"] = [
                 field.name
@@ -63,6 +59,10 @@ class VectorDatabase(models.Model):
                 if not field.primary_key and field.name not in ("content_digest", "index_hash")
             ]
         super().save(*args, **kwargs)
+
+    def hash_of(self, digest: bytes) -> str:
+        """The ``index_hash`` this index has when its chunks' digest is ``digest``."""
+        return index_hash_of(embed_model=self.embed_model, analyzer=self.analyzer, digest=digest)
 
     @property
     def embed_model_id(self) -> str:

@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 
 from documents.fulltext import ANALYZER
 from documents.models import Chunk
-from retrieval.content_digest import digest_minus, digest_of, digest_plus, index_hash_of
+from retrieval.content_digest import digest_minus, digest_of, digest_plus
 from retrieval.embedders import EMBED_DIMENSIONS, configured_model_id
 from retrieval.models import VectorDatabase
 
@@ -80,7 +80,5 @@ def index_digest_recomputed(*, database_id: object) -> bytes:
 
 def _identity_save(database: VectorDatabase, digest: bytes) -> None:
     database.content_digest = digest
-    database.index_hash = index_hash_of(
-        embed_model=database.embed_model, analyzer=database.analyzer, digest=digest
-    )
+    database.index_hash = database.hash_of(digest)
     database.save(update_fields=["content_digest", "index_hash", "updated_at"])

@@ -13,7 +13,6 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 
-from retrieval.content_digest import index_hash_of
 from retrieval.models import VectorDatabase
 from retrieval.services import index_digest_recomputed, index_hash_rebuild
 
@@ -74,9 +73,5 @@ class Command(BaseCommand):
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             database = VectorDatabase.objects.get(pk=database_id)
             digest = bytes(database.content_digest)
-            expected = index_hash_of(
-                embed_model=database.embed_model, analyzer=database.analyzer, digest=digest
-            )
-            return database.index_hash == expected and digest == index_digest_recomputed(
-                database_id=database_id
-            )
+            hash_agrees = database.index_hash == database.hash_of(digest)
+            return hash_agrees and digest == index_digest_recomputed(database_id=database_id)
