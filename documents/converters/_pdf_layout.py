@@ -62,6 +62,7 @@ MARKER_ONLY = re.compile(
 LAM = "\u0644"
 ALEFS = frozenset("\u0622\u0623\u0625\u0627\u0671")  # alef, with madda/hamza/wasla
 LAM_ALEF_VISUAL = re.compile("[\u0622\u0623\u0625\u0627\u0671]\u0644")
+WHITESPACE_RUN = re.compile(r"\s+")
 PAGE_NUMBER = re.compile(r"^\W*(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
 
 
@@ -97,12 +98,17 @@ class Block:
 
 
 def union(boxes: list[Box]) -> Box:
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
+    x0, y0, x1, y1 = boxes[0]
+    for b in boxes:  # one pass: this runs for every line of every page
+        if b[0] < x0:
+            x0 = b[0]
+        if b[1] < y0:
+            y0 = b[1]
+        if b[2] > x1:
+            x1 = b[2]
+        if b[3] > y1:
+            y1 = b[3]
+    return (x0, y0, x1, y1)
 
 
 @functools.lru_cache(maxsize=512)
@@ -113,7 +119,8 @@ def _font_traits(name: str) -> tuple[bool, bool]:
 
 
 def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
-    text, sizes, bold_chars, boxes = "", Counter(), 0, []
+    text, bold_chars, boxes = "", 0, []
+    sizes: dict[float, int] = {}  # characters per font size, in order of first use
     for i, span in enumerate(spans):
         t = span["text"]
         if not t or (not keep_invisible and span.get("alpha", 255) == 0):
@@ -121,9 +128,11 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
         pictographs, bold_font = _font_traits(span["font"])
         if pictographs:
             t = _pictographs(span, spans[i + 1 :], leads=not text.strip())
-        t = without_controls(t)
+        if not t.isprintable():  # without_controls, inline: it runs for every span
+            t = CONTROL_CHARS.sub(" ", t)
         n = len(t.strip())
-        sizes[round(span["size"], 1)] += n
+        size = round(span["size"], 1)
+        sizes[size] = sizes.get(size, 0) + n
         if span["flags"] & 16 or bold_font:
             bold_chars += n
         text += t
@@ -131,12 +140,11 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     stripped = text.strip()
     if not stripped:
         return None
-    text = re.sub(r"\s+", " ", stripped.replace("\u00ad", "-"))
+    text = WHITESPACE_RUN.sub(" ", stripped.replace("\u00ad", "-"))
     total = sum(sizes.values()) or 1
     box = union(boxes)
-    return Line(
-        text, box, sizes.most_common(1)[0][0], bold_chars >= 0.8 * total, [(0, len(text), box)]
-    )
+    size = max(sizes, key=sizes.__getitem__)  # the most used; the first of equals
+    return Line(text, box, size, bold_chars >= 0.8 * total, [(0, len(text), box)])
 
 
 def without_controls(text: str) -> str:
@@ -423,7 +431,14 @@ def join_lines(lines: list[Line], keeps_hyphen: Callable[[str, str], bool] | Non
     for line in lines:
         shift = len(text)
         if text:
-            split = re.search(r"[a-z]-$", text) and re.match(r"[a-z]", line.text)
+            # a lowercase letter and a hyphen end the text, a lowercase letter starts
+            # the line (no regex: the text grows with the paragraph)
+            split = (
+                len(text) > 1
+                and text[-1] == "-"
+                and "a" <= text[-2] <= "z"
+                and "a" <= line.text[:1] <= "z"
+            )
             if split and keeps_hyphen is not None and keeps_hyphen(text, line.text):
                 pass  # a compound's hyphen: the next line follows it directly
             elif split:
