@@ -10,6 +10,9 @@ their cells lies under exactly one header cell (left, centred or right
 aligned), and the gap to the row above stays near the table's row pitch. Rows of
 another text column beside the table are passed over. Cells may be missing (a
 sparse table); a table needs at least ``MIN_BODY_ROWS`` rows under its header.
+A header may name only the value columns: row labels standing left of its
+first cell ("Parts", "Body Labor" under "Hours  Rate  Cost") become the
+table's first column, a label alone on its row included while values follow.
 The cell boxes then go through the same path as ruled tables.
 """
 
@@ -29,6 +32,7 @@ MAX_CELL_CHARS = 60  # a longer run of text is prose, not a cell
 CELL_GAP = 0.6  # parts closer than this many font sizes are one cell
 COLUMN_TOLERANCE = 4.0  # points a cell may start left of its column's start
 PITCH_SLACK = 1.6  # a row farther below the previous than this many pitches ends the table
+_STUB = -1  # the column of a row label that starts left of every header cell
 
 
 @dataclass(frozen=True)
@@ -143,10 +147,15 @@ def _table_from(
     taken = {first}
     pitch: float | None = None
     previous = header.centre_y
+    labels: float | None = None  # where the row labels start, once a row has one
     for index in range(first + 1, len(rows)):
         row = rows[index]
-        if index in consumed or row.line.box[2] < left - COLUMN_TOLERANCE:
-            continue  # another text column, left of the table
+        if index in consumed:
+            continue
+        if row.line.box[2] < left - COLUMN_TOLERANCE and not (
+            labels is not None and abs(row.line.box[0] - labels) <= COLUMN_TOLERANCE
+        ):
+            continue  # another text column, left of the table (not a label of its own)
         if row.line.box[0] > right + COLUMN_TOLERANCE:
             continue  # another text column, right of the table
         gap = row.centre_y - previous
@@ -154,16 +163,25 @@ def _table_from(
         if gap <= COLUMN_TOLERANCE or gap > limit or not _short(row):
             break
         placed = [_column_of(cell, columns) for cell in row.cells]
+        if placed and placed[0] is None and row.cells[0].x1 < columns[0].x0 - COLUMN_TOLERANCE:
+            placed[0] = _STUB  # a row label, left of every named column
+            labels = row.cells[0].x0 if labels is None else min(labels, row.cells[0].x0)
         if None in placed or len(set(placed)) != len(placed):
             break
-        body.append((row, [c for c in placed if c is not None]))
+        body.append((row, placed))
         taken.add(index)
         pitch = gap if pitch is None else min(pitch, gap)
         previous = row.centre_y
+    while body and body[-1][1] == [_STUB]:  # a lone label under the table is text after it
+        body.pop()
+        taken.remove(max(taken))
     if len(body) < MIN_BODY_ROWS:
         return None, set()
+    # row labels, if any, are the first column: the header has no cell over them
+    stub = any(_STUB in placed for _, placed in body)
+    body = [(row, [column + stub for column in placed]) for row, placed in body]
     # each column spans its cells; the edge between two columns is midway in the gap
-    cells = [[c] for c in columns]
+    cells: list[list[_Cell]] = ([[]] if stub else []) + [[c] for c in columns]
     for row, placed in body:
         for cell, column in zip(row.cells, placed, strict=True):
             cells[column].append(cell)
@@ -175,11 +193,11 @@ def _table_from(
     edges.append(highs[-1] + 1)
     every = [header.line.box] + [r.line.box for r, _ in body]
     table_rows = [
-        TableRow(cells=[_cell_box(edges[i], edges[i + 1], r.line) for i in range(len(columns))])
+        TableRow(cells=[_cell_box(edges[i], edges[i + 1], r.line) for i in range(len(cells))])
         for r in [header, *(r for r, _ in body)]
     ]
     if not _heads_columns(header, body):  # data from the first row on: an empty header
-        table_rows.insert(0, TableRow(cells=[None] * len(columns)))
+        table_rows.insert(0, TableRow(cells=[None] * len(cells)))
     top, bottom = union(every)[1] - 1, union(every)[3] + 1
     return RuledTable(bbox=(edges[0], top, edges[-1], bottom), rows=table_rows), taken
 

@@ -197,6 +197,8 @@ def _groups(cells: list[Box]) -> list[list[Box]]:
 
 
 def _table(cells: list[Box]) -> RuledTable | None:
+    if _nested(cells):
+        return None
     columns = sorted({c[0] for c in cells})
     tops = sorted({c[1] for c in cells})
     if len(columns) < 2 or len(tops) < 2:
@@ -210,3 +212,20 @@ def _table(cells: list[Box]) -> RuledTable | None:
         max(c[3] for c in cells),
     )
     return RuledTable(bbox, rows)
+
+
+def _nested(cells: list[Box]) -> bool:
+    """Whether two cells overlap: a frame drawn around rules of its own (a totals
+    block whose header rule and column rule sit inside the frame). Each cell's
+    text would be read twice, the frame's and the inner cell's; such a group is
+    no grid, and its text is left to the page's layout (and to the borderless
+    tables, which find its columns by their alignment)."""
+    ordered = sorted(cells, key=lambda c: c[1])
+    for i, (x0, _top, x1, y1) in enumerate(ordered):
+        for other in ordered[i + 1 :]:
+            if other[1] >= y1 - TOLERANCE:
+                break  # starts below this cell: so do the rest
+            across = min(x1, other[2]) - max(x0, other[0])
+            if across > TOLERANCE and min(y1, other[3]) - other[1] > TOLERANCE:
+                return True
+    return False

@@ -121,6 +121,8 @@ def test_a_sentence_repeated_inside_a_longer_one_is_quoted_once():
         ("What is the policy number?", ["Policy # | POL-2022-555"]),
         ("What color is the vehicle?", ["Color | White"]),
         ("Which make is the car?", ["Make | Jeep"]),
+        # a row of the totals table, whose labels stand left of the named columns
+        ("How much does the paint labor cost?", ["Paint Labor | 1.5 | 150 | 225"]),
     ],
 )
 def test_questions_on_a_form_quote_the_pair_that_answers(library, question, pairs):

@@ -118,3 +118,58 @@ def test_a_table_that_starts_with_data_gets_an_empty_header():
         _convert("py-pdf-sample-files/006-pdflatex-outline/pdflatex-outline.pdf").markdown
     )
     assert contents[0] == ["", "", ""] and contents[1] == ["1", "Foo", "2"]
+
+
+def _without_empty_columns(rows: list[list[str]]) -> list[list[str]]:
+    keep = [k for k in range(len(rows[0])) if any(row[k] for row in rows)]
+    return [[row[k] for k in keep] for row in rows]
+
+
+def test_row_labels_left_of_the_column_names_are_the_first_column():
+    """A header naming only the value columns (Hours, Rate, Cost) over rows that
+    start with a label: the labels are the table's first column, a label alone on
+    its row ("Supplies") stays a row, as in markitdown's expected output."""
+    name = "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf"
+    rows = _rows(_convert(name).markdown)
+    start = rows.index(["", "Hours", "Rate", "Cost"])
+    expected = _without_empty_columns(
+        _expected_rows(
+            CORPUS / "markitdown/test_files/expected_outputs/REPAIR-2022-INV-001_multipage.md",
+            "Parts",
+            4,
+        )
+    )
+    assert rows[start + 1 : start + 5] == expected
+    assert rows[start + 5 : start + 8] == [
+        ["Supplies", "", "", ""],
+        ["Paint Supplies", "", "", "60"],
+        ["Body Supplies", "", "", "30"],
+    ]
+    assert rows[start + 10] == ["Sales Tax", "", "10.20%", "278.46"]
+
+
+def test_a_lone_line_under_a_labelled_table_is_not_a_row():
+    """A short line starting where the labels start, right under the table, is
+    text after it: a label needs values below it to be a row."""
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((250, 100), "Hours", fontsize=10)
+    page.insert_text((320, 100), "Rate", fontsize=10)
+    page.insert_text((390, 100), "Cost", fontsize=10)
+    for i, (label, hours, rate, cost) in enumerate(
+        [("Body", "2", "150", "300"), ("Paint", "1.5", "150", "225"), ("Parts", "4", "10", "40")]
+    ):
+        y = 114 + 14 * i
+        page.insert_text((72, y), label, fontsize=10)
+        for x, value in ((250, hours), (320, rate), (390, cost)):
+            page.insert_text((x, y), value, fontsize=10)
+    page.insert_text((72, 156), "Thank you", fontsize=10)
+    markdown = PdfConverter().convert(document.tobytes()).markdown
+    rows = _rows(markdown)
+    assert rows[0] == ["", "Hours", "Rate", "Cost"]
+    assert rows[1:] == [
+        ["Body", "2", "150", "300"],
+        ["Paint", "1.5", "150", "225"],
+        ["Parts", "4", "10", "40"],
+    ]
+    assert "\nThank you" in markdown
