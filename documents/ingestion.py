@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from documents.chunking import chunk_markdown
 from documents.converters import Conversion, ConversionError
-from documents.converters.base import SourceSpan
+from documents.converters.base import ProgressReport, SourceSpan
 from documents.converters.sandbox import pdf_words_isolated
 from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
@@ -110,7 +110,9 @@ def file_convert(*, file_id: str) -> bool:
     ):
         return False
     record = File.objects.get(pk=file_id)
-    File.objects.filter(pk=file_id).update(attempts=record.attempts + 1, error_message="")
+    File.objects.filter(pk=file_id).update(
+        attempts=record.attempts + 1, error_message="", progress_done=0, progress_total=0
+    )
     with original_open(record.storage_key) as handle:
         data = handle.read()
     # a PDF's page words are read in a second sandbox child on the other core while
@@ -118,7 +120,7 @@ def file_convert(*, file_id: str) -> bool:
     with ThreadPoolExecutor(max_workers=1) as reader:
         words = reader.submit(_page_words_read, data, file_id) if record.kind == "pdf" else None
         try:
-            conversion = _convert(data, record.kind)
+            conversion = _convert(data, record.kind, progress=_conversion_progress(file_id))
         except ConversionError as exc:
             refused_by = converter_label(record.kind) if exc.permanent else ""
             file_fail(file_id=file_id, reason=exc.reason, refused_by=refused_by)
@@ -142,7 +144,7 @@ def retry_can_help(file: File) -> bool:
     return file.status == FileStatus.FAILED and file.refused_by != converter_label(file.kind)
 
 
-def _convert(data: bytes, kind: str) -> Conversion:
+def _convert(data: bytes, kind: str, *, progress: ProgressReport | None = None) -> Conversion:
     from documents.converters import converter_for
 
     if kind in {"markdown", "text"}:  # no parser to contain: convert in-process
@@ -154,7 +156,21 @@ def _convert(data: bytes, kind: str) -> Conversion:
         kind,
         timeout_s=settings.PROVENANCE_CONVERT_TIMEOUT_SECONDS,
         memory_mb=settings.PROVENANCE_CONVERT_MEMORY_MB,
+        progress=progress,
     )
+
+
+def _conversion_progress(file_id: str) -> ProgressReport:
+    """Pages converted so far, saved on the file as the sandbox reports them (every
+    half second at most) with a renewed lease: a long conversion is neither a
+    silent one nor taken for a dead worker's."""
+
+    def save(done: int, total: int) -> None:
+        File.objects.filter(pk=file_id, status=FileStatus.CONVERTING).update(
+            progress_done=done, progress_total=total, lease_expires_at=_lease()
+        )
+
+    return save
 
 
 @transaction.atomic

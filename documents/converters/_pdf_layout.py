@@ -20,6 +20,7 @@ Box = tuple[float, float, float, float]
 
 # expand ligatures (no PRESERVE_LIGATURES) so words match what users search for
 TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+SUPERSCRIPT = pymupdf.TEXT_FONT_SUPERSCRIPT  # a span's flag: MuPDF saw it set small and raised
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
 # pictograph fonts: their glyphs (checkboxes, arrows, bullets) come out as letters,
 # as nothing (U+FFFD) or as control characters
@@ -131,6 +132,8 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
         if not t.isprintable():  # without_controls, inline: it runs for every span
             t = CONTROL_CHARS.sub(" ", t)
         n = len(t.strip())
+        if span["flags"] & SUPERSCRIPT and n:
+            t = superscript_marked(t)
         size = round(span["size"], 1)
         sizes[size] = sizes.get(size, 0) + n
         if span["flags"] & 16 or bold_font:
@@ -145,6 +148,27 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     box = union(boxes)
     size = max(sizes, key=sizes.__getitem__)  # the most used; the first of equals
     return Line(text, box, size, bold_chars >= 0.8 * total, [(0, len(text), box)])
+
+
+def superscript_marked(text: str) -> str:
+    """A superscript as Pandoc's ``^…^``: a footnote mark or an exponent set small and
+    raised stays apart from what it follows ("273.879.750^1^", "a^2^", "km^2^"),
+    which run together would read as another number or another word."""
+    core = text.strip()
+    start = text.index(core)
+    return f"{text[:start]}^{core}^{text[start + len(core) :]}"
+
+
+def page_superscripts(data: dict) -> list[tuple[Box, str]]:
+    """The superscript spans of a page's ``dict`` text: (box, text)."""
+    return [
+        (tuple(span["bbox"]), span["text"].strip())
+        for block in data["blocks"]
+        if block["type"] == 0
+        for line in block["lines"]
+        for span in line["spans"]
+        if span["flags"] & SUPERSCRIPT and span["text"].strip()
+    ]
 
 
 def without_controls(text: str) -> str:
@@ -226,8 +250,9 @@ def _lam_alef_fix(page: pymupdf.Page, data: dict) -> None:
                     span["text"] = _lam_alef_ordered(raw_span["chars"])
 
 
-def extract_page(page: pymupdf.Page) -> tuple[list[Block], int]:
-    """Text blocks of a page (lines merged per baseline) and the count of hidden lines dropped."""
+def extract_page(page: pymupdf.Page) -> tuple[list[Block], int, list[tuple[Box, str]]]:
+    """Text blocks of a page (lines merged per baseline), the count of hidden lines
+    dropped, and the page's superscripts (for the text of table cells)."""
     data = page.get_text("dict", flags=TEXT_FLAGS)
     _lam_alef_fix(page, data)
     has_images = any(b["type"] == 1 for b in data["blocks"]) or bool(page.get_images())
@@ -250,7 +275,7 @@ def extract_page(page: pymupdf.Page) -> tuple[list[Block], int]:
                 lines.append(line)
         if lines:
             blocks.append(Block(lines, union([ln.box for ln in lines])))
-    return blocks, hidden
+    return blocks, hidden, page_superscripts(data)
 
 
 def _one_marker(a: Line, b: Line) -> bool:

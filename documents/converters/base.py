@@ -8,8 +8,12 @@ also return the boxes of the source text behind each Markdown span.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
+
+# progress(done, total): how many of the document's pages are converted so far
+ProgressReport = Callable[[int, int], None]
 
 
 class ConversionError(Exception):
@@ -77,9 +81,14 @@ class Conversion:
 
 
 class Converter(Protocol):
-    """One file kind to Markdown. ``name``/``version`` are recorded per revision."""
+    """One file kind to Markdown. ``name``/``version`` are recorded per revision.
+
+    ``progress``, if given, is told how many pages are converted as the work goes
+    on, by converters whose documents can take long (PDF); the others convert in
+    a blink and tell nothing.
+    """
 
     name: str
     version: str
 
-    def convert(self, data: bytes) -> Conversion: ...
+    def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion: ...

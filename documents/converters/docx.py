@@ -26,7 +26,7 @@ from documents.converters._mdbuild import (
 )
 from documents.converters._ooxml import attribute as _attr
 from documents.converters._ooxml import local_name as _local
-from documents.converters.base import Conversion, ConversionError
+from documents.converters.base import Conversion, ConversionError, ProgressReport
 from documents.converters.zipguard import check_zip, declarations_refuse
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
@@ -294,7 +294,7 @@ class DocxConverter:
     # and reviewer comments in their own sections, headings nested below a Title
     version = "1.2.0"
 
-    def convert(self, data: bytes) -> Conversion:
+    def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         check_zip(data)
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))

@@ -19,7 +19,7 @@ from documents.converters._mdbuild import (
     escape_line_start,
     table_lines,
 )
-from documents.converters.base import Conversion, ConversionError
+from documents.converters.base import Conversion, ConversionError, ProgressReport
 
 _DROP = {
     "script",
@@ -194,7 +194,7 @@ class HtmlConverter:
     name = "html-markdown"
     version = "1.1.0"  # 1.1: <br> line breaks, <pre> fenced blocks
 
-    def convert(self, data: bytes) -> Conversion:
+    def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         try:
             soup = BeautifulSoup(_decode(data), "lxml")
         except Exception as exc:

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from documents.converters._mdbuild import MarkdownBuilder, clean_inline, table_lines
-from documents.converters.base import Conversion, ConversionError
+from documents.converters.base import Conversion, ConversionError, ProgressReport
 
 _MAX_HEADING = 6
 
@@ -104,7 +104,7 @@ class JsonConverter:
     name = "json-markdown"
     version = "1.0.0"
 
-    def convert(self, data: bytes) -> Conversion:
+    def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from documents.converters.base import Conversion, ConversionError
+from documents.converters.base import Conversion, ConversionError, ProgressReport
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 
@@ -38,7 +38,7 @@ class MarkdownConverter:
     name = "markdown-passthrough"
     version = "1.0.0"
 
-    def convert(self, data: bytes) -> Conversion:
+    def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         text = decode_utf8(data)
         match = _FRONT_MATTER.match(text)
         front_matter = match.group(1) or "" if match else ""

@@ -24,6 +24,7 @@ from documents.converters._pdf_layout import (
     NUMBERED,
     TEXT_FLAGS,
     Block,
+    Box,
     Line,
     body_size,
     drop_furniture,
@@ -37,8 +38,8 @@ from documents.converters._pdf_layout import (
     without_controls,
 )
 from documents.converters._pdf_tables import RuledTable, ruled_tables
-from documents.converters._pdf_words import PageWordIndex
-from documents.converters.base import Conversion, ConversionError
+from documents.converters._pdf_words import PageWordIndex, Word
+from documents.converters.base import Conversion, ConversionError, ProgressReport
 
 pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
@@ -63,6 +64,10 @@ def _open(data: bytes) -> pymupdf.Document:
         doc.close()
         raise ConversionError("could not read this PDF: it has no readable pages (damaged file)")
     return doc
+
+
+def _silent(done: int, total: int) -> None:
+    """No one asked for progress."""
 
 
 def _clean_meta(value: object) -> str:
@@ -307,6 +312,11 @@ class _PageWords(PageWordIndex):
     text the word list cannot give as a clip would (a word across its border, as
     when neighbouring cells' text touches; right-to-left text) is still clipped."""
 
+    def __init__(self, page: pymupdf.Page, superscripts: list[tuple[Box, str]]) -> None:
+        super().__init__(page)
+        if superscripts:
+            self.words = [_raised_marked(word, superscripts) for word in self.words]
+
     def inside(self, box: tuple | None) -> str:
         """The text of the cell ``box``, whitespace-normalised."""
         if not box:
@@ -321,6 +331,26 @@ class _PageWords(PageWordIndex):
         else:
             text = " ".join(w.text for w in sorted(cell, key=attrgetter("order")))
         return table_cell(without_controls(text))
+
+
+def _raised_marked(word: Word, superscripts: list[tuple[Box, str]]) -> Word:
+    """A word of the word list holding a superscript of the page, marked as the
+    page's lines mark it (``superscript_marked``): the word list runs a footnote
+    mark into the number before it ("273.879.7501") or an exponent into its unit
+    ("(km2)"). Where the raised text occurs more than once in the word, the
+    occurrence nearest its place on the page is the one."""
+    text = word.text
+    for (x0, y0, x1, y1), raised in superscripts:
+        if x0 < word.left - 0.5 or x1 > word.right + 0.5 or y1 < word.top or y0 > word.bottom:
+            continue
+        found = [i for i in range(len(text)) if text.startswith(raised, i)]
+        if not found:
+            continue
+        width = max(word.right - word.left, 1e-6)
+        estimate = (x0 - word.left) / width * len(text)
+        at = min(found, key=lambda i: abs(i - estimate))
+        return word._replace(text=f"{text[:at]}^{raised}^{text[at + len(raised) :]}")
+    return word
 
 
 def _emit_table(md: MarkdownBuilder, words: _PageWords, page_no: int, table: RuledTable) -> int:
@@ -380,31 +410,39 @@ class PdfConverter:
     # 1.1: Arabic lam-alef ligatures in logical order; 1.2: pictograph-font markers are
     # bullets, control characters dropped, a bold paragraph's last line is no heading;
     # 1.3: borderless tables (one-line cell blocks aligned in rows and columns);
-    # 1.4: a line-end hyphen of a compound ("chat-/optimized") is kept
-    version = "1.4.0"
+    # 1.4: a line-end hyphen of a compound ("chat-/optimized") is kept; 1.5: superscripts
+    # marked ^…^, a frame around rules of its own is no table, row labels left of a
+    # borderless table's column names are its first column
+    version = "1.5.0"
 
-    def convert(self, data: bytes) -> Conversion:
+    def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         doc = _open(data)
         try:
-            return self._convert(doc)
+            return self._convert(doc, progress or _silent)
         finally:
             doc.close()
 
-    def _convert(self, doc: pymupdf.Document) -> Conversion:
+    def _convert(self, doc: pymupdf.Document, progress: ProgressReport) -> Conversion:
+        # two passes over the pages: reading a page's text and layout is about three
+        # quarters of its time, writing its Markdown the last quarter
+        total = doc.page_count
         pages: list[list[Block]] = []
+        superscripts: list[list[tuple[Box, str]]] = []
         heights: list[float] = []
         hidden = images = 0
         failed: list[int] = []
         for page in doc:
             try:
-                blocks, dropped = extract_page(page)
+                blocks, dropped, raised = extract_page(page)
                 images += bool(page.get_images())
             except Exception:
-                blocks, dropped = [], 0
+                blocks, dropped, raised = [], 0, []
                 failed.append(page.number + 1)
             pages.append(blocks)
+            superscripts.append(raised)
             heights.append(page.rect.height)
             hidden += dropped
+            progress(3 * len(pages) // 4, total)
         if not any(pages) or not any(ln.text.strip() for b in sum(pages, []) for ln in b.lines):
             if len(failed) == doc.page_count:
                 raise ConversionError(
@@ -432,11 +470,12 @@ class PdfConverter:
             words = None
             for kind, level, content in _page_groups(ordered, level_of):
                 if kind == "table":
-                    words = words or _PageWords(page)
+                    words = words or _PageWords(page, superscripts[index])
                     tables += _emit_table(md, words, page_no, content)
                 else:
                     _emit_text(md, page_no, kind, level, content, hyphens)
             md.blank(page_no)
+            progress((3 * total + page_no) // 4, total)
         markdown, line_pages, spans = md.build(paged=True)
         meta = {k: _clean_meta(v) for k, v in (doc.metadata or {}).items() if _clean_meta(v)}
         meta.update(

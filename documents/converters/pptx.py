@@ -31,7 +31,7 @@ from documents.converters._pptx_comments import (
     comment_authors,
     slide_comments,
 )
-from documents.converters.base import Conversion, ConversionError
+from documents.converters.base import Conversion, ConversionError, ProgressReport
 from documents.converters.zipguard import check_zip
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ class PptxConverter:
     # 1.1: paragraphs, inherited bullets, line breaks, comments; 1.2: hidden slides marked
     version = "1.2.0"
 
-    def convert(self, data: bytes) -> Conversion:
+    def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         check_zip(data)
         try:
             prs = Presentation(io.BytesIO(data))

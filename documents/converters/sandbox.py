@@ -5,10 +5,13 @@ Parsers of hostile files can hang, balloon or crash; a child process (plain
 ``multiprocessing`` children) bounds all three and lets the worker survive.
 The child imports only the converter registry, never Django.
 
-Child protocol: ``python -m documents.converters.sandbox KIND IN OUT`` reads
-the bytes from IN and writes ``{"ok": conversion}`` or ``{"error": reason}``
-JSON to OUT. KIND ``pdf-words`` answers a PDF's words page by page instead,
-for boxes narrowed at the chunk stage.
+Child protocol: ``python -m documents.converters.sandbox KIND IN OUT [PROGRESS]``
+reads the bytes from IN and writes ``{"ok": conversion}`` or ``{"error":
+reason}`` JSON to OUT. KIND ``pdf-words`` answers a PDF's words page by page
+instead, for boxes narrowed at the chunk stage. While it converts, the child
+keeps ``done total`` (pages) in the PROGRESS file, replaced whole at most
+every ``PROGRESS_WRITE_SECONDS``; the parent reads it as it waits and passes
+it on (the worker shows it to the user).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from documents.converters.base import Conversion, ConversionError
+from documents.converters.base import Conversion, ConversionError, ProgressReport
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _MEMORY = "__memory__"
@@ -32,6 +36,8 @@ _MEMORY = "__memory__"
 # so tests can prove a parser crash is reported, not fatal.
 FAULT_ENV = "PROVENANCE_SANDBOX_TEST_FAULT"
 PDF_WORDS = "pdf-words"  # not a conversion: the words of every page of a converted PDF
+PROGRESS_POLL_SECONDS = 0.5  # how often the parent looks at the child's progress
+PROGRESS_WRITE_SECONDS = 0.1  # how often at most the child writes it
 _KIND_NAMES = {
     PDF_WORDS: "PDF",
     "pdf": "PDF",
@@ -53,10 +59,22 @@ def _limits(memory_mb: int, cpu_s: int):
 
 
 def convert_isolated(
-    data: bytes, kind: str, *, timeout_s: float = 120, memory_mb: int = 2048
+    data: bytes,
+    kind: str,
+    *,
+    timeout_s: float = 120,
+    memory_mb: int = 2048,
+    progress: ProgressReport | None = None,
+    poll_s: float = PROGRESS_POLL_SECONDS,
 ) -> Conversion:
-    """Convert in a child process; any failure is a ``ConversionError`` with a readable reason."""
-    return Conversion.from_json(_run_child(data, kind, timeout_s=timeout_s, memory_mb=memory_mb))
+    """Convert in a child process; any failure is a ``ConversionError`` with a readable
+    reason. ``progress(done, total)`` hears the child's page count every ``poll_s``
+    seconds while it changes, on this thread."""
+    return Conversion.from_json(
+        _run_child(
+            data, kind, timeout_s=timeout_s, memory_mb=memory_mb, progress=progress, poll_s=poll_s
+        )
+    )
 
 
 def pdf_words_isolated(data: bytes, *, timeout_s: float = 120, memory_mb: int = 2048) -> bytes:
@@ -68,31 +86,44 @@ def pdf_words_isolated(data: bytes, *, timeout_s: float = 120, memory_mb: int = 
     return base64.b64decode(packed)
 
 
-def _run_child(data: bytes, kind: str, *, timeout_s: float, memory_mb: int) -> object:
+def _run_child(
+    data: bytes,
+    kind: str,
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    progress: ProgressReport | None = None,
+    poll_s: float = PROGRESS_POLL_SECONDS,
+) -> object:
     """What the child answered as ``ok``; its error, limit or crash as ``ConversionError``."""
     timeout_text = f"{timeout_s:g}"
     with tempfile.TemporaryDirectory(prefix="convert-") as tmp:
         src, out = Path(tmp) / "input", Path(tmp) / "output.json"
+        pages = Path(tmp) / "progress"
         src.write_bytes(data)
         env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
         env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         env["OMP_NUM_THREADS"] = "1"
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "documents.converters.sandbox", kind, str(src), str(out)],
-                cwd=PROJECT_ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                timeout=timeout_s,
-                preexec_fn=_limits(memory_mb, max(1, int(timeout_s) + 1)),
-            )
-        except subprocess.TimeoutExpired as exc:  # run() has already killed the child
-            raise ConversionError(
-                f"conversion took longer than {timeout_text} s and was stopped", permanent=False
-            ) from exc
-        stderr = proc.stderr.decode("utf-8", errors="replace")
+        command = [sys.executable, "-m", "documents.converters.sandbox", kind, str(src), str(out)]
+        with subprocess.Popen(
+            [*command, str(pages)] if progress else command,
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=_limits(memory_mb, max(1, int(timeout_s) + 1)),
+        ) as proc:
+            try:
+                stderr_bytes = _wait(proc, timeout_s, pages if progress else None, progress, poll_s)
+            except subprocess.TimeoutExpired as exc:
+                proc.kill()
+                proc.communicate()
+                raise ConversionError(
+                    f"conversion took longer than {timeout_text} s and was stopped",
+                    permanent=False,
+                ) from exc
+        stderr = stderr_bytes.decode("utf-8", errors="replace")
         result = None
         if out.exists() and out.stat().st_size:
             try:
@@ -123,7 +154,60 @@ def _run_child(data: bytes, kind: str, *, timeout_s: float, memory_mb: int) -> o
     )
 
 
-def _child(kind: str, src: str, out: str) -> int:
+def _wait(
+    proc: subprocess.Popen,
+    timeout_s: float,
+    pages: Path | None,
+    progress: ProgressReport | None,
+    poll_s: float,
+) -> bytes:
+    """The child's stderr once it exits, passing its progress on meanwhile;
+    ``TimeoutExpired`` past ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    reported = None
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            _, stderr = proc.communicate(timeout=max(0.0, min(poll_s, left)) if pages else left)
+            return stderr
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+        if pages is None or progress is None:
+            continue
+        current = _progress_read(pages)
+        if current is not None and current != reported:
+            progress(*current)
+            reported = current
+
+
+def _progress_read(pages: Path) -> tuple[int, int] | None:
+    """``(done, total)`` as the child last wrote it; ``None`` before it wrote, or if
+    the file holds anything but two counts (the child is untrusted)."""
+    try:
+        with pages.open("rb") as handle:
+            done, total = (int(n) for n in handle.read(40).split())
+    except (OSError, ValueError):
+        return None
+    return (done, total) if 0 <= done <= total else None
+
+
+def _progress_writer(path: str) -> ProgressReport:
+    """The child's side: the file replaced whole, so the parent never reads half of it."""
+    staged, last = f"{path}.new", [0.0]
+
+    def write(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < PROGRESS_WRITE_SECONDS:
+            return
+        last[0] = now
+        Path(staged).write_text(f"{done} {total}", "ascii")
+        os.replace(staged, path)
+
+    return write
+
+
+def _child(kind: str, src: str, out: str, pages: str | None = None) -> int:
     from documents.converters import converter_for
 
     if os.environ.get(FAULT_ENV) in ("segv", f"segv:{kind}"):  # every child, or one kind
@@ -135,7 +219,8 @@ def _child(kind: str, src: str, out: str) -> int:
 
             payload = {"ok": base64.b64encode(words_pack(pdf_page_words(data))).decode("ascii")}
         else:
-            payload = {"ok": converter_for(kind).convert(data).to_json()}
+            progress = _progress_writer(pages) if pages else None
+            payload = {"ok": converter_for(kind).convert(data, progress).to_json()}
     except ConversionError as exc:
         payload = {"error": exc.reason, "permanent": exc.permanent}
     except MemoryError:
@@ -151,4 +236,4 @@ def _child(kind: str, src: str, out: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(*sys.argv[1:4]))
+    sys.exit(_child(*sys.argv[1:5]))

@@ -1,8 +1,9 @@
 """How far a file revision is through ingestion, in words a person reads.
 
-The pipeline stores one pair of counters per stage: pages after conversion
-(``chunking`` shows ``pages/pages``) and chunks while embedding; conversion
-itself runs in a sandbox that reports nothing until it ends.
+The pipeline stores one pair of counters per stage: pages while a PDF is
+converted (the sandbox reports them every half second), pages after conversion
+(``chunking`` shows ``pages/pages``) and chunks while embedding. Other formats
+convert too quickly to report anything.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ STAGES = (
     FileStatus.EMBEDDING,
     FileStatus.READY,
 )
-_UNITS = {FileStatus.CHUNKING: "pages converted", FileStatus.EMBEDDING: "chunks embedded"}
+_UNITS = {
+    FileStatus.CONVERTING: "pages converted",
+    FileStatus.CHUNKING: "pages converted",
+    FileStatus.EMBEDDING: "chunks embedded",
+}
 
 
 @dataclass(frozen=True)
@@ -61,10 +66,10 @@ def _state(index: int, current: int, status: FileStatus) -> str:
 def _detail(record: File, status: FileStatus) -> str:
     if status == FileStatus.PENDING:
         return "waiting for a worker"
-    if status == FileStatus.CONVERTING:
-        return "converting to Markdown"
     if status in _UNITS and record.progress_total:
         return f"{record.progress_done} of {record.progress_total} {_UNITS[status]}"
+    if status == FileStatus.CONVERTING:
+        return "converting to Markdown"
     if status == FileStatus.CHUNKING:
         return "cutting the Markdown into chunks"
     if status == FileStatus.EMBEDDING:

@@ -505,3 +505,23 @@ def test_line_end_hyphens_ask_the_document_first_then_the_word_list():
     # one-letter halves are no compound, and no letters means nothing to keep
     assert not hyphens.keeps_hyphen("an e-", "mail")
     assert not hyphens.keeps_hyphen("page 12-", "13")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # footnote marks in a table's cells: run together, they read as other numbers
+        (
+            "py-pdf-sample-files/011-google-doc-document/google-doc-document.pdf",
+            "| Population | 273.879.750^1^ | 83,190,556^2^ | 8,935,112^3^ |",
+        ),
+        ("py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf", "| Area (km^2^) |"),
+        ("docling/pdf/code_and_formula.pdf", "a^2^ + 8 = 12"),  # an exponent in running text
+        ("markitdown/test_files/test.pdf", "multi-agent approaches,^3^ we present AutoGen"),
+    ],
+)
+def test_superscripts_stay_apart_from_the_text_they_follow(name, expected):
+    """MuPDF flags text set small and raised; it is marked as Pandoc's ^…^, in the
+    page's lines and in table cells (read from the word list, which joins it)."""
+    markdown = PdfConverter().convert((CORPUS / name).read_bytes()).markdown
+    assert expected in markdown

@@ -113,3 +113,60 @@ def test_child_converts_a_pdf_without_pymupdfs_layout_model(tmp_path):
     isolated = convert_isolated(pdf.read_bytes(), "pdf")
     assert isolated.markdown == converter_for("pdf").convert(pdf.read_bytes()).markdown
     assert "pymupdf" in sys.modules and sys.modules.get("pymupdf.layout") is None
+
+
+def _long_pdf(pages: int) -> bytes:
+    """A corpus paper's pages repeated: long enough to be watched while it converts."""
+    import pymupdf
+
+    source = pymupdf.open(CORPUS / "markitdown/test_files/test.pdf")
+    document = pymupdf.open()
+    while document.page_count < pages:
+        document.insert_pdf(source, to_page=min(source.page_count, pages - document.page_count) - 1)
+    return document.tobytes()
+
+
+def test_a_long_conversion_reports_its_pages_as_it_goes():
+    data = _long_pdf(150)
+    seen: list[tuple[int, int]] = []
+    conversion = convert_isolated(
+        data, "pdf", progress=lambda done, total: seen.append((done, total)), poll_s=0.02
+    )
+    assert conversion == converter_for("pdf").convert(data)  # the report changes nothing
+    assert {total for _, total in seen} == {150}
+    done = [d for d, _ in seen]
+    assert done == sorted(set(done)), "each report is new and none goes back"
+    assert len([d for d in done if 0 < d < 150]) >= 2, seen  # heard while converting
+
+
+def test_the_pdf_converter_counts_every_page_once_in_order():
+    data = (CORPUS / "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf").read_bytes()
+    seen: list[tuple[int, int]] = []
+    converter_for("pdf").convert(data, lambda done, total: seen.append((done, total)))
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[-1] == 3 and {t for _, t in seen} == {3}
+    assert len(seen) == 6  # each page read, then each page written
+
+
+def test_a_conversion_reporting_progress_still_stops_at_its_time_limit():
+    start = time.monotonic()
+    with pytest.raises(ConversionError, match=r"^conversion took longer than 0.5 s"):
+        convert_isolated(_long_pdf(150), "pdf", timeout_s=0.5, progress=lambda *_: None)
+    assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize(
+    "written",
+    [b"", b"12", b"7 5", b"-1 5", b"a b", b"1 2 3", b"9" * 100 + b" 1", b"\xff\xfe 3"],
+)
+def test_a_progress_file_the_parent_cannot_trust_is_ignored(tmp_path, written):
+    """The child parses hostile files: whatever it leaves in the progress file, the
+    parent reads at most a few bytes and passes on only two counts that make sense."""
+    from documents.converters.sandbox import _progress_read
+
+    path = tmp_path / "progress"
+    path.write_bytes(written)
+    assert _progress_read(path) is None
+    path.write_bytes(b"3 5")
+    assert _progress_read(path) == (3, 5)
+    assert _progress_read(tmp_path / "absent") is None

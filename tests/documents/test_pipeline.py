@@ -156,3 +156,44 @@ def test_a_worker_killed_mid_embedding_loses_and_duplicates_nothing(celery_worke
     assert len(chunks) == total
     assert Chunk.objects.filter(file=record).count() == total, "no duplicate chunks"
     assert record.markdowns.count() == 1
+
+
+def _slow_to_read_pdf(pages: int) -> bytes:
+    """Pages that take PyMuPDF as long as dense text to read but hold one visible
+    line each: the rest is invisible text (render mode 3), which is left out of the
+    Markdown, so the file converts slowly and embeds quickly."""
+    import pymupdf
+
+    document = pymupdf.open()
+    hidden = "\n".join(f"hidden layer word {k} " * 6 for k in range(60))
+    for number in range(pages):
+        page = document.new_page()
+        page.insert_text((40, 40), f"Inspection note {number}: valve {number % 17} checked.")
+        page.insert_text((40, 80), hidden, fontsize=8, render_mode=3)
+    return document.tobytes()
+
+
+def test_a_long_conversion_shows_its_pages_while_it_runs(celery_worker):
+    """The worker saves the sandbox's page count as it converts: the API and the
+    library page show "n of N pages converted" before conversion ends."""
+    org = factories.organization()
+    source = factories.data_source(org)
+    key = factories.api_key(org)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    record = factories.upload(source, "inspections.pdf", _slow_to_read_pdf(900)).file
+    seen: list[tuple[str, int, int]] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        body = client.get(f"/v1/flow/files/{record.pk}").json()
+        progress = body["progress"]
+        seen.append((body["stage"], progress["done"], progress["total"]))
+        if body["stage"] in ("ready", "failed"):
+            break
+        time.sleep(0.02)
+    assert seen[-1][0] == "ready", seen[-1]
+    converting = [(done, total) for stage, done, total in seen if stage == "converting"]
+    assert any(0 < done < total == 900 for done, total in converting), sorted(set(converting))
+    counts = [done for done, total in converting if total]
+    assert counts == sorted(counts), "the count never goes back"
+    assert ("chunking", 900, 900) in seen or any(s == "embedding" for s, _, _ in seen)

@@ -89,6 +89,21 @@ def test_it_shows_each_stage_with_counts(tenant: Tenant, corpus):
     assert "ready: " in body and 'http-equiv="refresh"' not in body
 
 
+def test_a_pdf_being_converted_shows_its_pages_so_far(tenant: Tenant, corpus):
+    """What the worker saves while the sandbox converts (see test_pipeline)."""
+    pdf = corpus / "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf"
+    record = factories.upload(tenant.source, pdf.name, pdf.read_bytes()).file
+    File.objects.filter(pk=record.pk).update(
+        status="converting", progress_done=120, progress_total=900
+    )
+    body = tenant.client.get("/library/").content.decode()
+    assert 'aria-current="step">converting<' in body and "120 of 900 pages converted" in body
+    assert '<progress max="900" value="120"' in body
+    File.objects.filter(pk=record.pk).update(progress_done=0, progress_total=0)
+    body = tenant.client.get("/library/").content.decode()
+    assert "converting to Markdown" in body and "<progress max" not in body
+
+
 def test_it_says_why_an_unsupported_file_was_refused(tenant: Tenant):
     body = _upload(
         tenant.client,
