@@ -64,6 +64,7 @@ LAM = "\u0644"
 ALEFS = frozenset("\u0622\u0623\u0625\u0627\u0671")  # alef, with madda/hamza/wasla
 LAM_ALEF_VISUAL = re.compile("[\u0622\u0623\u0625\u0627\u0671]\u0644")
 WHITESPACE_RUN = re.compile(r"\s+")
+UNMAPPED_RUN = re.compile("\ufffd+")  # U+FFFD: MuPDF's stand-in for an unmapped glyph
 PAGE_NUMBER = re.compile(r"^\W*(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
 
 
@@ -131,6 +132,8 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
             t = _pictographs(span, spans[i + 1 :], leads=not text.strip())
         if not t.isprintable():  # without_controls, inline: it runs for every span
             t = CONTROL_CHARS.sub(" ", t)
+        if "\ufffd" in t:  # glyphs the font maps to no character: nothing to read
+            t = UNMAPPED_RUN.sub(" ", t)
         n = len(t.strip())
         if span["flags"] & SUPERSCRIPT and n:
             t = superscript_marked(t)

@@ -525,3 +525,12 @@ def test_superscripts_stay_apart_from_the_text_they_follow(name, expected):
     page's lines and in table cells (read from the word list, which joins it)."""
     markdown = PdfConverter().convert((CORPUS / name).read_bytes()).markdown
     assert expected in markdown
+
+
+def test_glyphs_mapped_to_no_character_leave_no_replacement_characters():
+    """habibi-rotated.pdf draws its Arabic word with glyphs that have no Unicode
+    mapping (MuPDF's U+FFFD); they are nothing to read or search for, so they
+    become a space between the words around them, not six "�"."""
+    markdown = convert("py-pdf-sample-files/015-arabic/habibi-rotated.pdf").markdown
+    assert "\ufffd" not in markdown
+    assert "habibi حَبيبي" in markdown
