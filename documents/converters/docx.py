@@ -24,6 +24,7 @@ from documents.converters._mdbuild import (
     escape_line_start,
     table_lines,
 )
+from documents.converters._omml import equation_markdown, is_math
 from documents.converters._ooxml import attribute as _attr
 from documents.converters._ooxml import local_name as _local
 from documents.converters.base import Conversion, ConversionError, ProgressReport
@@ -83,6 +84,10 @@ class _Walker:
             if name == "t":
                 self._text(para, c.text or "")
                 self.notes.anchor_text(c.text or "", self.page)
+            elif name in ("oMath", "oMathPara") and is_math(c):  # its layout as marks
+                equation = equation_markdown(c)
+                self._text(para, equation)
+                self.notes.anchor_text(equation, self.page)
             elif name in ("footnoteReference", "endnoteReference"):
                 label = self.notes.note(name.removesuffix("Reference"), _attr(c, "id"), self.page)
                 if label:
@@ -291,8 +296,9 @@ class DocxConverter:
 
     name = "docx-markdown"
     # 1.1: merged cells' text in every grid cell they cover; 1.2: footnotes, endnotes
-    # and reviewer comments in their own sections, headings nested below a Title
-    version = "1.2.0"
+    # and reviewer comments in their own sections, headings nested below a Title;
+    # 1.3: equations in linear notation between $ (inline) or $$ (displayed)
+    version = "1.3.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         check_zip(data)

@@ -304,3 +304,46 @@ def test_heading_paths_match_docling_s_item_tree(name):
         ]
     )
     assert {text: ours.get(text) for text in expected} == expected
+
+
+def test_equations_keep_their_layout_as_marks_between_dollars():
+    """markitdown's equations.docx (its test wants ``$m=1$`` and a ``$$`` block):
+    the exponent of 10 stays an exponent and a fraction stays a fraction, instead
+    of "10-6" (ten minus six) and "mλa"."""
+    markdown = convert("markitdown/test_files/equations.docx").markdown
+    assert "For $m=1$," in markdown
+    assert "$$sin⁡θ=mλ/a=((1)(550×10^{-6} mm))/(2.5 mm)=2.2×10^{-4}$$" in markdown
+    assert "$θ=sin^{-1}⁡(2.2×10^{-4})=2.2×10^{-4}rad$" in markdown
+    assert "10-6" not in markdown
+
+
+_MATH = "http://schemas.openxmlformats.org/officeDocument/2006/math"
+
+
+@pytest.mark.parametrize(
+    ("xml", "text"),
+    [
+        ("<m:sSub><m:e><m:r><m:t>x</m:t></m:r></m:e><m:sub><m:r><m:t>ij</m:t></m:r></m:sub>"
+         "</m:sSub>", "x_{ij}"),
+        ("<m:sSubSup><m:e><m:r><m:t>a</m:t></m:r></m:e><m:sub><m:r><m:t>0</m:t></m:r></m:sub>"
+         "<m:sup><m:r><m:t>2</m:t></m:r></m:sup></m:sSubSup>", "a_0^2"),
+        ("<m:rad><m:deg><m:r><m:t>3</m:t></m:r></m:deg><m:e><m:r><m:t>x+1</m:t></m:r></m:e>"
+         "</m:rad>", "^3√(x+1)"),
+        ("<m:nary><m:naryPr><m:chr m:val=\"∑\"/></m:naryPr><m:sub><m:r><m:t>i=1</m:t></m:r>"
+         "</m:sub><m:sup><m:r><m:t>n</m:t></m:r></m:sup><m:e><m:r><m:t>i</m:t></m:r></m:e>"
+         "</m:nary>", "∑_{i=1}^n i"),
+        ("<m:d><m:dPr><m:begChr m:val=\"[\"/><m:endChr m:val=\"]\"/><m:sepChr m:val=\";\"/>"
+         "</m:dPr><m:e><m:r><m:t>a</m:t></m:r></m:e><m:e><m:r><m:t>b</m:t></m:r></m:e></m:d>",
+         "[a;b]"),
+        ("<m:f><m:num><m:r><m:t>a+b</m:t></m:r></m:num><m:den><m:f><m:num><m:r><m:t>1</m:t>"
+         "</m:r></m:num><m:den><m:r><m:t>c</m:t></m:r></m:den></m:f></m:den></m:f>",
+         "(a+b)/(1/c)"),
+    ],
+)  # fmt: skip
+def test_each_equation_structure_has_its_mark(xml, text):
+    from lxml import etree
+
+    from documents.converters._omml import equation_markdown
+
+    element = etree.fromstring(f'<m:oMath xmlns:m="{_MATH}">{xml}</m:oMath>')
+    assert equation_markdown(element) == f"${text}$"
