@@ -9,7 +9,8 @@ cells fixes the columns; the rows below it belong to the table while each of
 their cells lies under exactly one header cell (left, centred or right
 aligned), and the gap to the row above stays near the table's row pitch. Rows of
 another text column beside the table are passed over. Cells may be missing (a
-sparse table); a table needs at least ``MIN_BODY_ROWS`` rows under its header.
+sparse table); a table needs at least ``MIN_BODY_ROWS`` rows under its header,
+or one row filling ``MIN_COLUMNS_OF_ONE_ROW`` or more named columns.
 A header may name only the value columns: row labels standing left of its
 first cell ("Parts", "Body Labor" under "Hours  Rate  Cost") become the
 table's first column, a label alone on its row included while values follow.
@@ -28,6 +29,9 @@ Box = tuple[float, float, float, float]
 
 MIN_COLUMNS = 3
 MIN_BODY_ROWS = 2
+# a table of one row needs this many named columns, each filled, under a header row
+MIN_COLUMNS_OF_ONE_ROW = 4
+OVERPRINT = 2.0  # points a line may reach into the row above before it is drawn over it
 MAX_CELL_CHARS = 60  # a longer run of text is prose, not a cell
 CELL_GAP = 0.6  # parts closer than this many font sizes are one cell
 COLUMN_TOLERANCE = 4.0  # points a cell may start left of its column's start
@@ -148,6 +152,7 @@ def _table_from(
     pitch: float | None = None
     previous = header.centre_y
     labels: float | None = None  # where the row labels start, once a row has one
+    overlapped, bottom = False, header.line.box[3]
     for index in range(first + 1, len(rows)):
         row = rows[index]
         if index in consumed:
@@ -160,7 +165,9 @@ def _table_from(
             continue  # another text column, right of the table
         gap = row.centre_y - previous
         limit = 3 * header.line.height if pitch is None else PITCH_SLACK * pitch
-        if gap <= COLUMN_TOLERANCE or gap > limit or not _short(row):
+        # text drawn over the row above: no clean grid (its words would cross cells)
+        overlapped = row.line.box[1] < bottom - OVERPRINT
+        if overlapped or gap <= COLUMN_TOLERANCE or gap > limit or not _short(row):
             break
         placed = [_column_of(cell, columns) for cell in row.cells]
         if placed and placed[0] is None and row.cells[0].x1 < columns[0].x0 - COLUMN_TOLERANCE:
@@ -171,11 +178,11 @@ def _table_from(
         body.append((row, placed))
         taken.add(index)
         pitch = gap if pitch is None else min(pitch, gap)
-        previous = row.centre_y
+        previous, bottom = row.centre_y, row.line.box[3]
     while body and body[-1][1] == [_STUB]:  # a lone label under the table is text after it
         body.pop()
         taken.remove(max(taken))
-    if len(body) < MIN_BODY_ROWS:
+    if len(body) < MIN_BODY_ROWS and (overlapped or not _one_full_row(header, body)):
         return None, set()
     # row labels, if any, are the first column: the header has no cell over them
     stub = any(_STUB in placed for _, placed in body)
@@ -200,6 +207,15 @@ def _table_from(
         table_rows.insert(0, TableRow(cells=[None] * len(cells)))
     top, bottom = union(every)[1] - 1, union(every)[3] + 1
     return RuledTable(bbox=(edges[0], top, edges[-1], bottom), rows=table_rows), taken
+
+
+def _one_full_row(header: _Row, body: list[tuple[_Row, list[int]]]) -> bool:
+    """A summary table of one row ("Start Date  End Date  # Shows  Gross Amount"
+    over its values): enough named columns, every one filled, under a header."""
+    if len(body) != 1 or len(header.cells) < MIN_COLUMNS_OF_ONE_ROW:
+        return False
+    row, placed = body[0]
+    return sorted(placed) == list(range(len(header.cells))) and _heads_columns(header, body)
 
 
 def _cell_box(left: float, right: float, line: Line) -> Box:

@@ -412,7 +412,8 @@ class PdfConverter:
     # 1.3: borderless tables (one-line cell blocks aligned in rows and columns);
     # 1.4: a line-end hyphen of a compound ("chat-/optimized") is kept; 1.5: superscripts
     # marked ^…^, a frame around rules of its own is no table, row labels left of a
-    # borderless table's column names are its first column, unmapped glyphs (U+FFFD) dropped
+    # borderless table's column names are its first column, a header over one full row
+    # of values is a table, unmapped glyphs (U+FFFD) dropped
     version = "1.5.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -64,7 +64,7 @@ def test_a_borderless_table_in_a_two_column_paper_is_found():
     assert rows[0] == [
         "Country",
         "Population (millions)",
-        "Area (km2)",
+        "Area (km^2^)",  # the 2 is set raised: a superscript
         "Capital",
         "Official Language",
     ]
@@ -173,3 +173,21 @@ def test_a_lone_line_under_a_labelled_table_is_not_a_row():
         ["Parts", "4", "10", "40"],
     ]
     assert "\nThank you" in markdown
+
+
+def test_a_summary_table_of_one_full_row_is_a_table():
+    """markitdown's booking order: "Booking Summary" and "Account Representatives"
+    are a header over one row of values, as its expected output has them; a table
+    whose rows are overprinted by other text ("Show Details") stays text."""
+    markdown = _convert("markitdown/test_files/movie-theater-booking-2024.pdf").markdown
+    rows = _rows(markdown)
+    assert ["Start Date", "End Date", "# Shows", "Gross Amount", "Net Amount"] in rows
+    assert ["12/20/24", "12/31/24", "48", "$12,500.00", "$11,250.00"] in rows
+    representatives = rows.index(
+        ["Representative", "Territory", "Region", "Start Date / End Date", "Commission %"]
+    )
+    assert rows[representatives + 1] == [
+        "Sarah Johnson", "NYC Metro", "NORTHEAST", "12/20/24 - 12/31/24", "100%"
+    ]  # fmt: skip
+    assert not any("This book" in cell for row in rows for cell in row)
+    assert "This booking order is subject to cinema availability and standard terms." in markdown
