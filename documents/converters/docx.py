@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from documents.converters._docx_notes import NoteReferences, notes_write
+from documents.converters._docx_numbering import BULLET, Numbering
 from documents.converters._mdbuild import (
     MarkdownBuilder,
     clean_inline,
@@ -43,6 +44,13 @@ def _grid_count(props: etree._Element | None, name: str, *, default: int) -> int
     return int(value) if value and value.isdigit() and 1 <= int(value) < 64 else default
 
 
+def _heading_number(numbered: tuple[int, str] | None) -> str | None:
+    """A heading's own number ("2.1 "), not a bullet."""
+    if numbered is None or not numbered[1] or numbered[1] == BULLET:
+        return None
+    return numbered[1]
+
+
 def _child(el: etree._Element, name: str) -> etree._Element | None:
     for c in el:
         if _local(c) == name:
@@ -66,8 +74,11 @@ class _Para:
 
 
 class _Walker:
-    def __init__(self, styles: dict[str, str], rendered: bool, titled: bool) -> None:
+    def __init__(
+        self, styles: dict[str, str], rendered: bool, titled: bool, numbering: Numbering
+    ) -> None:
         self.styles = styles
+        self.numbering = numbering
         self.rendered = rendered  # trust Word's rendered breaks over explicit ones
         # a document with a Title paragraph has its headings below it, as Word's
         # navigation pane and docling show them: Heading 1 becomes "##"
@@ -134,18 +145,29 @@ class _Walker:
 
     # -- blocks ----------------------------------------------------------------------------
     def _style(self, p: etree._Element) -> tuple[int, str | None]:
-        """(heading level or 0, list marker or None) from style, outline level and numbering."""
+        """(heading level or 0, list marker or None) from style, outline level and
+        numbering; a numbered heading's marker is its number ("2.1 ")."""
         ppr = _child(p, "pPr")
         name = _style_name(self.styles, p)
+        style_id = (_attr(_child(ppr, "pStyle"), "val") if ppr is not None else None) or ""
+        numbered = self.numbering.marker(ppr, style_id)  # counted in document order
         match = _HEADING.match(name)
         if match:
-            return max(1, min(6, int(match.group(1)) + self.heading_shift)), None
+            level = max(1, min(6, int(match.group(1)) + self.heading_shift))
+            return level, _heading_number(numbered)
         if name.lower() == "title":
             return 1, None
         outline = _attr(_child(ppr, "outlineLvl"), "val") if ppr is not None else None
         if outline is not None and outline.isdigit() and int(outline) < 6:
-            return min(6, int(outline) + 1 + self.heading_shift), None
+            return min(6, int(outline) + 1 + self.heading_shift), _heading_number(numbered)
+        if numbered is not None:
+            depth, marker = numbered
+            return 0, ("  " * depth + marker) if marker else None
+        # no definitions to count by (a list Word would number from its styles alone):
+        # a list style's name says numbers or bullets; numId 0 takes numbering away
         num = _child(ppr, "numPr") if ppr is not None else None
+        if num is not None and _attr(_child(num, "numId"), "val") == "0":
+            return 0, None
         if num is not None or "list" in name.lower():
             level = _attr(_child(num, "ilvl"), "val") if num is not None else "0"
             indent = "  " * (int(level) if level and level.isdigit() else 0)
@@ -170,7 +192,8 @@ class _Walker:
         segments = [(page, clean_inline(text)) for page, text in para.segments]
         segments = [(page, text) for page, text in segments if text]
         if level and segments:
-            self.md.heading(level, " ".join(t for _p, t in segments), segments[0][0])
+            heading = (marker or "") + " ".join(t for _p, t in segments)
+            self.md.heading(level, heading, segments[0][0])
         elif segments:
             self.md.blank(start_page)
             for i, (page, text) in enumerate(segments):
@@ -297,7 +320,8 @@ class DocxConverter:
     name = "docx-markdown"
     # 1.1: merged cells' text in every grid cell they cover; 1.2: footnotes, endnotes
     # and reviewer comments in their own sections, headings nested below a Title;
-    # 1.3: equations in linear notation between $ (inline) or $$ (displayed)
+    # 1.3: equations in linear notation between $ (inline) or $$ (displayed), list items
+    # and numbered headings with the numbers Word shows
     version = "1.3.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
@@ -322,7 +346,11 @@ class DocxConverter:
         titled = any(
             _local(p) == "p" and _style_name(styles, p).lower() == "title" for p in body.iter()
         )
-        walker = _Walker(styles, rendered, titled)
+        folder = main.rsplit("/", 1)[0]
+        numbering = Numbering(
+            _xml(archive, f"{folder}/numbering.xml"), _xml(archive, f"{folder}/styles.xml")
+        )
+        walker = _Walker(styles, rendered, titled, numbering)
         walker.container(body)
         notes = notes_write(
             walker.md, walker.notes, archive, main, lambda name: _xml(archive, name)

@@ -347,3 +347,94 @@ def test_each_equation_structure_has_its_mark(xml, text):
 
     element = etree.fromstring(f'<m:oMath xmlns:m="{_MATH}">{xml}</m:oMath>')
     assert equation_markdown(element) == f"${text}$"
+
+
+def _docx_parts(document: str, numbering: str, styles: str) -> bytes:
+    """A minimal DOCX of a body, numbering definitions and styles (``w:`` elements)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(
+            "_rels/.rels",
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/'
+            '2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
+        )
+        for name, xml in (("document", f"<w:body>{document}</w:body>"), ("numbering", numbering),
+                          ("styles", styles)):  # fmt: skip
+            root = {"document": "document", "numbering": "numbering", "styles": "styles"}[name]
+            archive.writestr(f"word/{name}.xml", f'<w:{root} xmlns:w="{WORD}">{xml}</w:{root}>')
+    return out.getvalue()
+
+
+def _level(ilvl: int, fmt: str, text: str, start: int = 1) -> str:
+    return (
+        f'<w:lvl w:ilvl="{ilvl}"><w:start w:val="{start}"/><w:numFmt w:val="{fmt}"/>'
+        f'<w:lvlText w:val="{text}"/></w:lvl>'
+    )
+
+
+def _item(text: str, num: int | None = None, ilvl: int = 0, style: str = "") -> str:
+    props = f'<w:pStyle w:val="{style}"/>' if style else ""
+    if num is not None:
+        props += f'<w:numPr><w:ilvl w:val="{ilvl}"/><w:numId w:val="{num}"/></w:numPr>'
+    return f"<w:p><w:pPr>{props}</w:pPr><w:r><w:t>{text}</w:t></w:r></w:p>"
+
+
+def test_list_items_carry_the_numbers_word_shows():
+    """Clauses and steps are cited by their numbers: each level's format and text
+    from numbering.xml, counted in document order, restarted below a higher level,
+    continued by another list of the same definition, restarted by a startOverride;
+    a numbered heading style gives the heading its number; numId 0 numbers nothing."""
+    numbering = (
+        '<w:abstractNum w:abstractNumId="1">'
+        + _level(0, "decimal", "%1.") + _level(1, "lowerLetter", "%2)")
+        + _level(2, "lowerRoman", "(%3)") + "</w:abstractNum>"
+        + '<w:abstractNum w:abstractNumId="2">'
+        + _level(0, "decimal", "%1") + _level(1, "decimal", "%1.%2") + "</w:abstractNum>"
+        + '<w:abstractNum w:abstractNumId="3">' + _level(0, "bullet", "\uf0b7")
+        + "</w:abstractNum>"
+        + '<w:num w:numId="1"><w:abstractNumId w:val="1"/></w:num>'
+        + '<w:num w:numId="2"><w:abstractNumId w:val="1"/></w:num>'
+        + '<w:num w:numId="3"><w:abstractNumId w:val="1"/><w:lvlOverride w:ilvl="0">'
+        '<w:startOverride w:val="5"/></w:lvlOverride></w:num>'
+        + '<w:num w:numId="4"><w:abstractNumId w:val="2"/></w:num>'
+        + '<w:num w:numId="5"><w:abstractNumId w:val="3"/></w:num>'
+    )  # fmt: skip
+    styles = (
+        '<w:style w:styleId="Heading2"><w:name w:val="heading 2"/><w:pPr><w:numPr>'
+        '<w:ilvl w:val="1"/><w:numId w:val="4"/></w:numPr></w:pPr></w:style>'
+        '<w:style w:styleId="Heading1"><w:name w:val="heading 1"/><w:pPr><w:numPr>'
+        '<w:numId w:val="4"/></w:numPr></w:pPr></w:style>'
+    )
+    body = "".join(
+        [
+            _item("Scope", style="Heading1"),
+            _item("Purpose", style="Heading2"),
+            _item("Keep records", 1),
+            _item("for seven years", 1, 1),
+            _item("in the archive", 1, 1),
+            _item("sealed", 1, 2),
+            _item("Report breaches", 2),  # another list of the same definition: continues
+            _item("within a day", 2, 1),  # a level restarts below a higher one
+            _item("Appeals", 3),  # restarted at 5
+            _item("Not numbered", 0),
+            _item("A point", 5),
+            _item("Terms", style="Heading2"),
+        ]
+    )
+    markdown = DocxConverter().convert(_docx_parts(body, numbering, styles)).markdown
+    lines = [line for line in markdown.split("\n") if line]
+    assert lines == [
+        "# 1 Scope",
+        "## 1.1 Purpose",
+        "1. Keep records",
+        "  a) for seven years",
+        "  b) in the archive",
+        "    (i) sealed",
+        "2. Report breaches",
+        "  a) within a day",
+        "5. Appeals",
+        "Not numbered",
+        "- A point",
+        "## 1.2 Terms",
+    ]
