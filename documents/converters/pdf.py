@@ -18,6 +18,7 @@ import pymupdf
 from documents.converters._hyphenation import LineEndHyphens
 from documents.converters._mdbuild import MarkdownBuilder, escape_line_start, table_cell
 from documents.converters._pdf_aligned import aligned_tables
+from documents.converters._pdf_annotations import MAX_ANNOTATIONS, Note, page_notes
 from documents.converters._pdf_layout import (
     BULLET,
     MARKER_ONLY,
@@ -64,6 +65,24 @@ def _open(data: bytes) -> pymupdf.Document:
         doc.close()
         raise ConversionError("could not read this PDF: it has no readable pages (damaged file)")
     return doc
+
+
+def _comments_write(md: MarkdownBuilder, doc: pymupdf.Document, failed: list[int]) -> int:
+    """The annotations' notes after the body (``_pdf_annotations``); how many."""
+    notes: list[Note] = []
+    for page in doc:
+        if page.number + 1 in failed:
+            continue
+        try:
+            notes += page_notes(page, MAX_ANNOTATIONS - len(notes))
+        except Exception:  # noqa: BLE001, S112 - damaged annotations: the page's are left out
+            continue
+    for index, note in enumerate(notes):
+        if index == 0:
+            md.heading(1, "Comments", note.page_number)
+        md.line(note.text, note.page_number, [(0, len(note.text), note.page_number, note.box)])
+    md.blank()
+    return len(notes)
 
 
 def _silent(done: int, total: int) -> None:
@@ -413,7 +432,8 @@ class PdfConverter:
     # 1.4: a line-end hyphen of a compound ("chat-/optimized") is kept; 1.5: superscripts
     # marked ^…^, a frame around rules of its own is no table, row labels left of a
     # borderless table's column names are its first column, a header over one full row
-    # of values is a table, unmapped glyphs (U+FFFD) dropped
+    # of values is a table, unmapped glyphs (U+FFFD) dropped, annotation notes under
+    # "# Comments"
     version = "1.5.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
@@ -477,6 +497,7 @@ class PdfConverter:
                     _emit_text(md, page_no, kind, level, content, hyphens)
             md.blank(page_no)
             progress((3 * total + page_no) // 4, total)
+        comments = _comments_write(md, doc, failed)
         markdown, line_pages, spans = md.build(paged=True)
         meta = {k: _clean_meta(v) for k, v in (doc.metadata or {}).items() if _clean_meta(v)}
         meta.update(
@@ -487,6 +508,7 @@ class PdfConverter:
             hidden_text_lines_dropped=hidden,
             header_footer_lines_dropped=furniture,
             pages_failed=failed,
+            comments=comments,
         )
         return Conversion(
             markdown=markdown,

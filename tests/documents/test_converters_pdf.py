@@ -534,3 +534,73 @@ def test_glyphs_mapped_to_no_character_leave_no_replacement_characters():
     markdown = convert("py-pdf-sample-files/015-arabic/habibi-rotated.pdf").markdown
     assert "\ufffd" not in markdown
     assert "habibi حَبيبي" in markdown
+
+
+def test_annotation_notes_are_a_comments_section_boxed_where_they_sit():
+    """py-pdf's annotated sample (Text, Highlight, Ink, each with a note): the notes
+    no page draws are written after the body, one line per note on its page, with
+    the annotation's box (a highlight's: the text it marks, quoted)."""
+    name = "py-pdf-sample-files/024-annotations/annotated_pdf.pdf"
+    conversion = convert(name)
+    markdown = conversion.markdown
+    assert markdown.endswith(
+        "# Comments\n\n"
+        "- unknown author, note: This is a text annotation.\n"
+        "- unknown author, 1990-04-28, highlight on “Line 1 Line 2”: Highlight comment\n"
+        "- Lucas, ink mark: Hello world!\n"
+    )
+    assert conversion.metadata["comments"] == 3
+    with pymupdf.open(CORPUS / name) as document:
+        page = document[0]
+        text_note, highlight, ink = list(_annotations(page))
+        expected = {
+            "This is a text annotation.": text_note.rect,
+            "Highlight comment": pymupdf.Quad(highlight.vertices[:4]).rect
+            | pymupdf.Quad(highlight.vertices[4:8]).rect,
+            "Hello world!": ink.rect,
+        }
+    for note, rect in expected.items():
+        start = markdown.index(note)
+        (span,) = [s for s in conversion.spans if s.char_start <= start < s.char_end]
+        assert span.page_number == 1
+        assert (span.x0, span.y0, span.x1, span.y1) == pytest.approx(tuple(rect), abs=0.01)
+
+
+def _annotations(page):  # noqa: ANN001, ANN202
+    annotation = page.first_annot
+    while annotation is not None:
+        yield annotation
+        annotation = annotation.next
+
+
+def test_annotations_the_page_draws_or_without_a_note_are_not_comments():
+    """Free text is drawn on the page (its words are already read), a link or a
+    highlight without a note says nothing; a note's line breaks and control
+    characters do not break its Markdown line; a flood of notes is bounded."""
+    from documents.converters._pdf_annotations import MAX_ANNOTATIONS
+
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 100), "Quarterly figures were reviewed.", fontsize=11)
+    page.add_freetext_annot((72, 200, 300, 230), "Drawn free text", fontsize=10)
+    page.insert_link({"kind": pymupdf.LINK_URI, "from": pymupdf.Rect(72, 90, 200, 104),
+                      "uri": "https://example.com"})  # fmt: skip
+    page.add_highlight_annot(pymupdf.Rect(72, 90, 200, 104))
+    note = page.add_text_annot((400, 100), "Check\nthe\x07 totals")
+    note.set_info(title="Ann Auditor", modDate="D:20240131120000")
+    note.update()
+    flood = document.new_page()  # written as objects: PyMuPDF adds annotations slowly
+    notes = []
+    for index in range(MAX_ANNOTATIONS + 5):
+        xref = document.get_new_xref()
+        x, y = 20 + index % 500, 20 + index // 500
+        document.update_object(
+            xref, f"<</Type/Annot/Subtype/Text/Rect[{x} {y} {x + 9} {y + 9}]/Contents(n{index})>>"
+        )
+        notes.append(f"{xref} 0 R")
+    document.xref_set_key(flood.xref, "Annots", "[" + " ".join(notes) + "]")
+    markdown = PdfConverter().convert(document.tobytes()).markdown
+    comments = markdown[markdown.index("# Comments") :]
+    assert "- Ann Auditor, 2024-01-31, note: Check the totals" in comments
+    assert "Drawn free text" not in comments and "highlight" not in comments
+    assert comments.count("\n- ") == MAX_ANNOTATIONS

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import io
 import json
 import re
@@ -395,6 +396,31 @@ def _document_texts(kind: str, data: bytes) -> list[str]:
 _COMMENT_FACTS = ("}author", "}initials", "}date")
 
 
+def _pdf_annotations(page: pymupdf.Page) -> list[tuple[pymupdf.Rect, str]]:
+    """Each annotation's area on the page (its rectangle, and a highlight's marked
+    quads) with its note, author and the text it marks, read with PyMuPDF."""
+    out = []
+    annotation = page.first_annot
+    while annotation is not None:
+        info = annotation.info
+        quads = annotation.vertices or []
+        marked = [pymupdf.Quad(quads[i : i + 4]).rect for i in range(0, len(quads) - 3, 4)]
+        text = " ".join(
+            [info.get("content") or "", info.get("title") or "", info.get("modDate") or ""]
+            + [page.get_textbox(rect) for rect in marked]
+        )
+        areas = [annotation.rect]
+        if marked and annotation.type[1] in ("Highlight", "Underline", "StrikeOut", "Squiggly"):
+            areas.append(functools.reduce(lambda a, b: a | b, marked))
+        out += [(area & page.rect, text) for area in areas]
+        annotation = annotation.next
+    return out
+
+
+def _near_rect(a: pymupdf.Rect, b: pymupdf.Rect) -> bool:
+    return all(abs(p - q) <= 0.5 for p, q in zip(a, b, strict=True))
+
+
 # DOCX rendered page breaks: MANIFEST.tsv says '>>' ends the text before each of Word's
 # page boundaries and '<<' starts the text after it (features/steps/pagebreak.py).
 PAGE_BREAK_FACTS = {
@@ -498,13 +524,19 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
                     assert d.boxes, f"{name}: location {d.char_start}-{d.char_end} has no boxes"
                     page = pdf[d.page_number - 1]
                     limit = page.rect + (-2, -2, 2, 2)
+                    notes = _pdf_annotations(page)
+                    noted = []  # the notes of annotations this location is boxed on
                     for box in d.boxes:
                         rect = pymupdf.Rect(box)
                         assert limit.contains(rect), f"box {box} outside page {d.page_number}"
-                        assert _clip_words(page, rect + (-1, -1, 1, 1)), (
+                        noted += [text for area, text in notes if _near_rect(area, rect)]
+                        assert noted or _clip_words(page, rect + (-1, -1, 1, 1)), (
                             f"box {box} on page {d.page_number} covers no text"
                         )
-                    haystack = _Haystack(_clip_words(page, _inflated_union(d.boxes)))
+                    page_text = _clip_words(page, _inflated_union(d.boxes))
+                    if noted:  # plus the converter's own words for a comment line
+                        page_text += [*noted, "Comments unknown author note highlight ink mark"]
+                    haystack = _Haystack(page_text)
                 elif kind == "pptx":
                     for match in re.finditer(r"^# Slide (\d+)\b", text, re.M):
                         assert int(match.group(1)) == d.page_number, (
