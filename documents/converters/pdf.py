@@ -253,6 +253,15 @@ def _starts_item(prev: Line | None, line: Line, block: Block, kind: str) -> bool
     )
 
 
+def _continues_item(prev: Line, line: Line, first: Line, block: Block) -> bool:
+    """A list item's next line: indented under its text, or (an item set without a
+    hanging indent) a lowercase continuation of a line that ran to the block's edge."""
+    if line.box[0] > first.box[0] + 1:
+        return True
+    wrapped = prev.box[2] >= block.box[2] - 0.05 * (block.box[2] - block.box[0])
+    return wrapped and line.text[:1].islower()
+
+
 def _groups(
     block: Block, level_of: Callable[[Line, Block], int]
 ) -> list[tuple[str, int, list[Line]]]:
@@ -272,7 +281,7 @@ def _groups(
                 groups.append(("h", level, [line]))
         elif _starts_item(prev, line, block, kind):
             groups.append(("li", 0, [line]))
-        elif kind == "li" and not gap and line.box[0] > last[2][0].box[0] + 1:
+        elif kind == "li" and not gap and _continues_item(prev, line, last[2][0], block):
             last[2].append(line)
         elif kind in ("p", "pc") and not gap and not _new_paragraph(prev, line, following, block):
             if prev.box[2] < block.box[2] - 0.15 * (block.box[2] - block.box[0]):

@@ -604,3 +604,11 @@ def test_annotations_the_page_draws_or_without_a_note_are_not_comments():
     assert "- Ann Auditor, 2024-01-31, note: Check the totals" in comments
     assert "Drawn free text" not in comments and "highlight" not in comments
     assert comments.count("\n- ") == MAX_ANNOTATIONS
+
+
+def test_a_list_item_without_a_hanging_indent_keeps_its_wrapped_line():
+    """SPARSE's recommendations: an item that runs to the edge and wraps to a line
+    starting where its number starts ("critical / items.") is one item, not an item
+    and a paragraph cut mid-sentence."""
+    markdown = convert("markitdown/test_files/SPARSE-2024-INV-1234_borderless_table.pdf").markdown
+    assert "additional verification for critical items. 3. Schedule follow-up audit" in markdown
