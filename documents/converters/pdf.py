@@ -382,19 +382,28 @@ def _raised_marked(word: Word, superscripts: list[tuple[Box, str]]) -> Word:
 
 
 def _emit_table(md: MarkdownBuilder, words: _PageWords, page_no: int, table: RuledTable) -> int:
-    """Cell text is re-read from each cell box so characters keep their visual order."""
+    """Cell text is re-read from each cell box so characters keep their visual order.
+
+    A cell merged across some of its row's columns ("Europe" over four countries)
+    fills each of them, with its box, as a DOCX's merged cells do, so every column
+    reads whole; a cell spanning the whole row (a title) stays in the first."""
     rows = [[words.inside(box) for box in row.cells] for row in table.rows]
     if not any(any(row) for row in rows):
         return 0
     width = max(len(r) for r in rows)
     md.blank(page_no)
     for i, (cells, geom) in enumerate(zip(rows, table.rows, strict=True)):
+        boxes = list(geom.cells)
+        if sum(box is not None for box in boxes) > 1:  # partly merged: fill the covered
+            for j in range(1, len(boxes)):
+                if boxes[j] is None and boxes[j - 1] is not None:
+                    boxes[j], cells[j] = boxes[j - 1], cells[j - 1]
         text, spans = "|", []
         for j in range(width):
             cell = cells[j] if j < len(cells) else ""
             text += " "
             if cell:
-                spans.append((len(text), len(text) + len(cell), page_no, tuple(geom.cells[j])))
+                spans.append((len(text), len(text) + len(cell), page_no, tuple(boxes[j])))
             text += cell + " |"
         md.line(text, page_no, spans)
         if i == 0:
@@ -442,7 +451,7 @@ class PdfConverter:
     # marked ^…^, a frame around rules of its own is no table, row labels left of a
     # borderless table's column names are its first column, a header over one full row
     # of values is a table, unmapped glyphs (U+FFFD) dropped, annotation notes under
-    # "# Comments"
+    # "# Comments", a cell merged across part of its row fills each column it covers
     version = "1.5.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

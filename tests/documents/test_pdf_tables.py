@@ -198,3 +198,22 @@ def test_the_repair_estimate_totals_are_read_once_as_their_own_table():
         assert first_page.count(figure) == 1, figure
     assert "| Body Labor | 2 | 150 | 300 |" in first_page
     assert "| GRAND TOTAL |  |  | 5,738 |" in first_page
+
+
+def test_a_cell_merged_across_some_columns_fills_each_of_them():
+    """The Google Docs sample: "Europe" spans the four European countries and
+    "EUR (€)" three of them; each country's column reads its continent and
+    currency, boxed on the merged cell, as a DOCX's merged cells read."""
+    name = "py-pdf-sample-files/011-google-doc-document/google-doc-document.pdf"
+    conversion = PdfConverter().convert((CORPUS / name).read_bytes())
+    markdown = conversion.markdown
+    assert "| Continent | Asia | Europe | Europe | Europe | Europe |" in markdown
+    assert "| Currency | Rupia | EUR (€) | EUR (€) | EUR (€) | - |" in markdown
+    line_start = markdown.index("| Continent")
+    boxes = {
+        (s.x0, s.y0, s.x1, s.y1)
+        for s in conversion.spans
+        if line_start <= s.char_start < markdown.index("\n", line_start)
+        and markdown[s.char_start : s.char_end] == "Europe"
+    }
+    assert len(boxes) == 1  # the one merged cell's box, four times
