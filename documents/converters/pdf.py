@@ -67,22 +67,21 @@ def _open(data: bytes) -> pymupdf.Document:
     return doc
 
 
-def _comments_write(md: MarkdownBuilder, doc: pymupdf.Document, failed: list[int]) -> int:
-    """The annotations' notes after the body (``_pdf_annotations``); how many."""
-    notes: list[Note] = []
-    for page in doc:
-        if page.number + 1 in failed:
-            continue
-        try:
-            notes += page_notes(page, MAX_ANNOTATIONS - len(notes))
-        except Exception:  # noqa: BLE001, S112 - damaged annotations: the page's are left out
-            continue
+def _page_notes(page: pymupdf.Page, budget: int) -> list[Note]:
+    """The page's annotation notes (``_pdf_annotations``); none if they are damaged."""
+    try:
+        return page_notes(page, budget) if budget > 0 else []
+    except Exception:  # noqa: BLE001 - damaged annotations: the page's are left out
+        return []
+
+
+def _comments_write(md: MarkdownBuilder, notes: list[Note]) -> None:
+    """The notes after the body, under ``# Comments``, each boxed on its page."""
     for index, note in enumerate(notes):
         if index == 0:
             md.heading(1, "Comments", note.page_number)
         md.line(note.text, note.page_number, [(0, len(note.text), note.page_number, note.box)])
     md.blank()
-    return len(notes)
 
 
 def _silent(done: int, total: int) -> None:
@@ -467,6 +466,7 @@ class PdfConverter:
         total = doc.page_count
         pages: list[list[Block]] = []
         superscripts: list[list[tuple[Box, str]]] = []
+        notes: list[Note] = []
         heights: list[float] = []
         hidden = images = 0
         failed: list[int] = []
@@ -479,6 +479,8 @@ class PdfConverter:
                 failed.append(page.number + 1)
             pages.append(blocks)
             superscripts.append(raised)
+            if page.number + 1 not in failed:  # read while the page is loaded
+                notes += _page_notes(page, MAX_ANNOTATIONS - len(notes))
             heights.append(page.rect.height)
             hidden += dropped
             progress(3 * len(pages) // 4, total)
@@ -515,7 +517,7 @@ class PdfConverter:
                     _emit_text(md, page_no, kind, level, content, hyphens)
             md.blank(page_no)
             progress((3 * total + page_no) // 4, total)
-        comments = _comments_write(md, doc, failed)
+        _comments_write(md, notes)
         markdown, line_pages, spans = md.build(paged=True)
         meta = {k: _clean_meta(v) for k, v in (doc.metadata or {}).items() if _clean_meta(v)}
         meta.update(
@@ -526,7 +528,7 @@ class PdfConverter:
             hidden_text_lines_dropped=hidden,
             header_footer_lines_dropped=furniture,
             pages_failed=failed,
-            comments=comments,
+            comments=len(notes),
         )
         return Conversion(
             markdown=markdown,
