@@ -31,9 +31,14 @@ _CODE = re.compile(r"(?ms)^[ ]{0,3}(`{3,}|~{3,}).*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|(`+
 _STRONG = re.compile(r"(?<![\w\\*])\*\*(?=[^\s*])(?:[^*\n]|\*(?!\*))*?(?<=[^\s\\*])\*\*(?![\w*])")
 
 
+# an inline link as the converters write them: [text](web or mail address)
+_LINK = re.compile(r"(?<![\\!])\[((?:[^\[\]\\\n]|\\.)+)\]\((?:https?://|mailto:|ftp://)[^\s()]*\)")
+
+
 def _hidden_markup(text: str) -> set[int]:
     """Offsets of the Markdown syntax a reader should not see, outside code: the
-    backslashes that only escape, and the ``**`` around strong emphasis."""
+    backslashes that only escape, the ``**`` around strong emphasis, and a link's
+    brackets and address (its text stays)."""
     code = [m.span() for m in _CODE.finditer(text)]
 
     def in_code(at: int) -> bool:
@@ -45,6 +50,10 @@ def _hidden_markup(text: str) -> set[int]:
         start, end = strong.span()
         if not in_code(start) and not in_code(end - 1):
             found |= {start, start + 1, end - 2, end - 1}
+    for link in _LINK.finditer(text):
+        start, end = link.span()
+        if not in_code(start):
+            found |= {start, *range(link.end(1), end)}
     return {at for at in found if not in_code(at)}
 
 

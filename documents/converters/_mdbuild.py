@@ -25,6 +25,21 @@ def escape_line_start(text: str) -> str:
     return _LEADING_MARKUP.sub(lambda m: m.group(1) + "\\" + m.group(2), text, count=1)
 
 
+_LINK_SCHEMES = ("http://", "https://", "mailto:", "ftp://")
+_URL_UNSAFE = str.maketrans({" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E"})
+
+
+def markdown_link(text: str, url: str) -> str:
+    """``[text](url)`` for a link whose target a reader can follow (web or mail);
+    the text alone for anything else (a file path, a script, a document-internal
+    anchor), so the address is kept where it is worth keeping and never runs code."""
+    target = clean_inline(url)
+    if not text.strip() or not target.lower().startswith(_LINK_SCHEMES):
+        return text
+    label = text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    return f"[{label}]({target.translate(_URL_UNSAFE)})"
+
+
 def clean_inline(text: str) -> str:
     """One physical line: no newlines, tabs or control characters."""
     text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")

@@ -23,6 +23,7 @@ from documents.converters._mdbuild import (
     MarkdownBuilder,
     clean_inline,
     escape_line_start,
+    markdown_link,
     table_lines,
 )
 from documents.converters._omml import equation_markdown, is_math
@@ -75,10 +76,16 @@ class _Para:
 
 class _Walker:
     def __init__(
-        self, styles: dict[str, str], rendered: bool, titled: bool, numbering: Numbering
+        self,
+        styles: dict[str, str],
+        rendered: bool,
+        titled: bool,
+        numbering: Numbering,
+        links: dict[str, str],
     ) -> None:
         self.styles = styles
         self.numbering = numbering
+        self.links = links
         self.rendered = rendered  # trust Word's rendered breaks over explicit ones
         # a document with a Title paragraph has its headings below it, as Word's
         # navigation pane and docling show them: Heading 1 becomes "##"
@@ -116,6 +123,8 @@ class _Walker:
                     self._text(para, " ")
             elif name == "lastRenderedPageBreak" and self.rendered:
                 self._break(para)
+            elif name == "hyperlink" and self.links.get(_attr(c, "id") or ""):
+                self._link(c, para, self.links[_attr(c, "id") or ""])
             elif name == "txbxContent":
                 para.boxes.append(c)
             elif name in ("Fallback", "del", "instrText", "delInstrText", "pPr", "rPr"):
@@ -126,6 +135,19 @@ class _Walker:
                     self._text(para, f" ![{clean_inline(alt)}]({_attr(c, 'name') or 'image'}) ")
             else:
                 self._collect(c, para)
+
+    def _link(self, link: etree._Element, para: _Para, url: str) -> None:
+        """The link's text as ``[text](url)`` when it stays on one page (a rendered
+        page break inside it leaves the text as it is)."""
+        page, count = self.page, len(para.segments)
+        before = len(para.segments[-1][1]) if para.segments else 0
+        self._collect(link, para)
+        if self.page != page or len(para.segments) != max(count, 1) or not para.segments:
+            return
+        if count == 0:
+            before = 0
+        text = para.segments[-1][1]
+        para.segments[-1] = (page, text[:before] + markdown_link(text[before:], url))
 
     def _comment_range(self, mark: etree._Element) -> None:
         if _local(mark) == "commentRangeStart":
@@ -292,6 +314,18 @@ def _main_part(archive: zipfile.ZipFile) -> str:
     return "word/document.xml"
 
 
+def _links(archive: zipfile.ZipFile, main: str) -> dict[str, str]:
+    """The main part's external hyperlink targets by relationship id (never fetched)."""
+    folder, name = main.rsplit("/", 1) if "/" in main else ("", main)
+    rels = _xml(archive, f"{folder}/_rels/{name}.rels".lstrip("/"))
+    return {
+        _attr(rel, "Id") or "": _attr(rel, "Target") or ""
+        for rel in (rels if rels is not None else [])
+        if (_attr(rel, "Type") or "").endswith("/hyperlink")
+        and _attr(rel, "TargetMode") == "External"
+    }
+
+
 def _styles(archive: zipfile.ZipFile, main: str) -> dict[str, str]:
     root = _xml(archive, main.rsplit("/", 1)[0] + "/styles.xml")
     styles: dict[str, str] = {}
@@ -321,7 +355,7 @@ class DocxConverter:
     # 1.1: merged cells' text in every grid cell they cover; 1.2: footnotes, endnotes
     # and reviewer comments in their own sections, headings nested below a Title;
     # 1.3: equations in linear notation between $ (inline) or $$ (displayed), list items
-    # and numbered headings with the numbers Word shows
+    # and numbered headings with the numbers Word shows, hyperlinks as [text](address)
     version = "1.3.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
@@ -350,7 +384,7 @@ class DocxConverter:
         numbering = Numbering(
             _xml(archive, f"{folder}/numbering.xml"), _xml(archive, f"{folder}/styles.xml")
         )
-        walker = _Walker(styles, rendered, titled, numbering)
+        walker = _Walker(styles, rendered, titled, numbering, _links(archive, main))
         walker.container(body)
         notes = notes_write(
             walker.md, walker.notes, archive, main, lambda name: _xml(archive, name)

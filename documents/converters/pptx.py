@@ -24,6 +24,7 @@ from documents.converters._mdbuild import (
     MarkdownBuilder,
     clean_inline,
     escape_line_start,
+    markdown_link,
     table_lines,
 )
 from documents.converters._pptx_comments import (
@@ -97,12 +98,31 @@ def _inherits_bullets(shape: object) -> bool:
         return False
 
 
+def _linked_text(paragraph: object) -> str:
+    """The paragraph's text with each hyperlinked run as ``[text](address)``; the
+    runs are found in order in the paragraph's text, which also holds line breaks
+    and fields that are no runs."""
+    text = paragraph.text
+    out, cursor = [], 0
+    for run in paragraph.runs:
+        try:
+            address = run.hyperlink.address
+        except Exception:  # a link whose relationship is missing: its text stays
+            address = None
+        at = text.find(run.text, cursor) if run.text else -1
+        if not address or at < 0:
+            continue
+        out += [text[cursor:at], markdown_link(run.text, address)]
+        cursor = at + len(run.text)
+    return "".join(out) + text[cursor:]
+
+
 def _text_frame(
     md: MarkdownBuilder, frame: object, slide_no: int, *, bulleted: bool = False
 ) -> None:
     previous_was_item = False
     for paragraph in frame.paragraphs:
-        text = _plain(paragraph.text)
+        text = _plain(_linked_text(paragraph))
         if not text:
             continue
         level = paragraph.level or 0
@@ -203,8 +223,9 @@ class PptxConverter:
     """PPTX to Markdown; hostile archives are refused by ``zipguard`` before parsing."""
 
     name = "pptx-markdown"
-    # 1.1: paragraphs, inherited bullets, line breaks, comments; 1.2: hidden slides marked
-    version = "1.2.0"
+    # 1.1: paragraphs, inherited bullets, line breaks, comments; 1.2: hidden slides marked;
+    # 1.3: hyperlinks as [text](address)
+    version = "1.3.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         check_zip(data)

@@ -438,3 +438,41 @@ def test_list_items_carry_the_numbers_word_shows():
         "- A point",
         "## 1.2 Terms",
     ]
+
+
+def test_hyperlinks_keep_their_addresses():
+    """python-docx's hyperlink sample (its feature test expects http://yahoo.com/
+    for 'awesome hyperlink'): external links become Markdown links; a link whose
+    text crosses one of Word's rendered page breaks keeps its text on both pages."""
+    markdown = convert("python-docx/par-hyperlinks.docx").markdown
+    assert "One [awesome hyperlink](http://yahoo.com/)." in markdown
+    assert "the [second one](http://python.org/), and the [third](http://yahoo.com/)." in markdown
+    assert "Three hyperlinks: the first\n" in markdown  # split by a page break: text only
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("javascript:alert(1)", "click"),  # never a link that runs code
+        ("file:///etc/passwd", "click"),
+        ("https://example.com/a b(c)", "[click](https://example.com/a%20b%28c%29)"),
+        ("mailto:audit@example.com", "[click](mailto:audit@example.com)"),
+    ],
+)
+def test_only_web_and_mail_links_are_written_and_their_addresses_are_safe(target, expected):
+    rels = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+        f'relationships/hyperlink" Target="{target}" TargetMode="External"/></Relationships>'
+    )
+    body = (
+        '<w:p><w:hyperlink xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
+        'relationships" r:id="rId9"><w:r><w:t>click</w:t></w:r></w:hyperlink></w:p>'
+    )
+    data = _docx_parts(body, "", "")
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as archive:
+        for info in source.infolist():
+            archive.writestr(info, source.read(info))
+        archive.writestr("word/_rels/document.xml.rels", rels)
+    assert DocxConverter().convert(out.getvalue()).markdown.strip() == expected

@@ -84,9 +84,16 @@ def test_speaker_notes_are_marked_and_belong_to_their_slide():
     assert result.metadata["slides_with_notes"] == 1
 
 
-def test_external_hyperlink_text_kept():
+def test_external_hyperlink_text_kept_with_its_address():
+    """The text is kept and the address written beside it as Markdown; the target
+    is never fetched."""
     md = convert("python-pptx/ext-rels.pptx").markdown
-    assert "Code is available at the python-pptx repository on GitHub" in md
+    assert (
+        "Code is available at [the python-pptx repository on GitHub]"
+        "(https://github.com/scanny/python-pptx)" in md
+    )
+    comments = convert("docling/pptx/powerpoint_comments.pptx").markdown
+    assert "as a [Python library](https://pypi.org/project/docling) with" in comments
 
 
 def test_malformed_pictures_do_not_stop_conversion():

@@ -298,6 +298,10 @@ def _pptx_slide_texts(data: bytes) -> list[list[str]]:
                 walk(shape.shapes, out)
             if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
                 out.append(shape.text_frame.text)
+                for paragraph in shape.text_frame.paragraphs:  # link addresses
+                    for run in paragraph.runs:
+                        with contextlib.suppress(Exception):
+                            out.append(run.hyperlink.address or "")
             if getattr(shape, "has_table", False) and shape.has_table:
                 out.extend(cell.text for row in shape.table.rows for cell in row.cells)
             if getattr(shape, "has_chart", False) and shape.has_chart:
@@ -389,6 +393,12 @@ def _document_texts(kind: str, data: bytes) -> list[str]:
                     out.extend([el.get("descr") or "", el.get("name") or ""])
                 elif el.tag.endswith("}comment"):  # who commented and when
                     out.extend(v for k, v in el.attrib.items() if k.endswith(_COMMENT_FACTS))
+        for info in archive.infolist():  # external link targets, written as [text](url)
+            if not info.filename.endswith(".rels"):
+                continue
+            for rel in etree.fromstring(archive.read(info)):
+                if (rel.get("Type") or "").endswith("/hyperlink"):
+                    out.append(rel.get("Target") or "")
     # the converter's own words for the notes' sections and comment lines
     return [" ".join(out), "image", "Footnotes Endnotes Comments Reply by on unknown author"]
 

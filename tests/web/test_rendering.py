@@ -82,3 +82,18 @@ def test_strong_emphasis_reads_without_its_asterisks():
     assert marked(stored, [(start, len(stored))]).endswith("<mark>**email**: g@contoso.com</mark>")
     # a mark over nothing but hidden syntax is left out, not drawn empty
     assert marked("**ab**", [(0, 2)], for_reading=True) == "ab"
+
+
+def test_links_read_as_their_text():
+    """The converters write a document's hyperlinks as [text](address): readers see
+    the text; the viewer's Markdown keeps the address; other brackets stay."""
+    stored = (
+        r"One [awesome \[big\] hyperlink](http://yahoo.com/a%20b). See [1] and [x](file:///etc)."
+    )
+    assert readable(stored) == "One awesome [big] hyperlink. See [1] and [x](file:///etc)."
+    assert (
+        readable("`[a](https://b)` and ![img](https://c)")
+        == "`[a](https://b)` and ![img](https://c)"
+    )
+    raw = marked(stored, [])
+    assert "(http://yahoo.com/a%20b)" in raw
