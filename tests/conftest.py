@@ -50,3 +50,22 @@ def _search_threads_closed(django_db_setup) -> Iterator[None]:  # noqa: ANN001
     from retrieval.search import search_threads_close
 
     search_threads_close()
+
+
+WORKER_LOG_LINES = 60
+_BEAT_TASKS = ("resume_stalled_ingestions", "resume_stalled_runs")  # every 2 s: noise here
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # noqa: ANN001, ANN201
+    """A failed test that used the session worker shows the end of its log (beat's
+    sweeps left out): when a file never got ready, what the worker was doing is the
+    first thing to read, and CI keeps no artifacts."""
+    outcome = yield
+    report = outcome.get_result()
+    worker = getattr(item, "funcargs", {}).get("celery_worker")
+    if report.failed and isinstance(worker, WorkerProcess) and worker.log_path.exists():
+        lines = worker.log_path.read_text(errors="replace").splitlines()
+        kept = [line for line in lines if not any(task in line for task in _BEAT_TASKS)]
+        title = f"worker log ({worker.log_path.name}, last lines)"
+        report.sections.append((title, "\n".join(kept[-WORKER_LOG_LINES:])))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import resource  # here, not in the forked child: it runs no imports before exec
+import resource
 import signal
 import subprocess
 import sys
@@ -35,6 +35,7 @@ _MEMORY = "__memory__"
 # of child, e.g. "segv:pdf-words") the child kills itself with SIGSEGV before reading,
 # so tests can prove a parser crash is reported, not fatal.
 FAULT_ENV = "PROVENANCE_SANDBOX_TEST_FAULT"
+LIMITS_ENV = "PROVENANCE_SANDBOX_LIMITS"  # "memory_mb cpu_seconds", set by the parent
 PDF_WORDS = "pdf-words"  # not a conversion: the words of every page of a converted PDF
 PROGRESS_POLL_SECONDS = 0.5  # how often the parent looks at the child's progress
 PROGRESS_WRITE_SECONDS = 0.1  # how often at most the child writes it
@@ -48,14 +49,16 @@ _KIND_NAMES = {
 }
 
 
-def _limits(memory_mb: int, cpu_s: int):
-    def apply() -> None:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
+def _limits_apply(limits: str) -> None:
+    """The child bounds itself before it reads the file: address space, CPU time, no
+    core dumps. The parent does not set them between fork and exec (``preexec_fn``):
+    Python code there can deadlock a child forked from a threaded worker (OpenVINO's
+    and the page-words reader's threads), and the parent then waits on it for ever."""
+    memory_mb, cpu_s = (int(n) for n in limits.split())
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def convert_isolated(
@@ -104,6 +107,7 @@ def _run_child(
         env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
         env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         env["OMP_NUM_THREADS"] = "1"
+        env[LIMITS_ENV] = f"{memory_mb} {max(1, int(timeout_s) + 1)}"
         command = [sys.executable, "-m", "documents.converters.sandbox", kind, str(src), str(out)]
         with subprocess.Popen(
             [*command, str(pages)] if progress else command,
@@ -112,7 +116,6 @@ def _run_child(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=_limits(memory_mb, max(1, int(timeout_s) + 1)),
         ) as proc:
             try:
                 stderr_bytes = _wait(proc, timeout_s, pages if progress else None, progress, poll_s)
@@ -236,4 +239,5 @@ def _child(kind: str, src: str, out: str, pages: str | None = None) -> int:
 
 
 if __name__ == "__main__":
+    _limits_apply(os.environ[LIMITS_ENV])  # no limits, no conversion
     sys.exit(_child(*sys.argv[1:5]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import time
@@ -10,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from documents.converters import ConversionError, converter_for
-from documents.converters.sandbox import FAULT_ENV, convert_isolated
+from documents.converters.sandbox import (
+    FAULT_ENV,
+    LIMITS_ENV,
+    convert_isolated,
+    pdf_words_isolated,
+)
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 
@@ -170,3 +177,79 @@ def test_a_progress_file_the_parent_cannot_trust_is_ignored(tmp_path, written):
     path.write_bytes(b"3 5")
     assert _progress_read(path) == (3, 5)
     assert _progress_read(tmp_path / "absent") is None
+
+
+_forks_running_python: list[int] = []
+_counting = [False]
+
+
+def _count_fork() -> None:
+    if _counting[0]:
+        _forks_running_python.append(1)
+
+
+os.register_at_fork(before=_count_fork)
+
+
+def test_the_child_is_started_without_running_python_between_fork_and_exec():
+    """A ``preexec_fn`` makes Python run in the forked child before exec; forked from
+    a worker with other threads (OpenVINO's, the page-words reader beside the
+    conversion) that child can deadlock, and the parent then waits on it for ever.
+    Python calls the ``os.register_at_fork`` hooks exactly when it does that."""
+    _counting[0] = True
+    try:
+        pdf = (CORPUS / "markitdown/test_files/test.pdf").read_bytes()
+        convert_isolated(pdf, "pdf", progress=lambda *_: None)
+        pdf_words_isolated(pdf)
+    finally:
+        _counting[0] = False
+    assert _forks_running_python == []
+
+
+def _sandbox_children() -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+            command = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = next(line.split()[1] for line in text.splitlines() if line.startswith("PPid:"))
+        if parent == me and b"documents.converters.sandbox" in command:
+            found.append(int(status.parent.name))
+    return found
+
+
+def test_the_child_runs_under_its_memory_cpu_and_core_limits():
+    """The limits the kernel holds for the running child, read from /proc."""
+    seen: list[str] = []
+
+    def look(done: int, total: int) -> None:
+        for pid in _sandbox_children():
+            with contextlib.suppress(OSError):  # it may have just exited
+                seen.append(Path(f"/proc/{pid}/limits").read_text())
+
+    data = _long_pdf(150)
+    convert_isolated(data, "pdf", timeout_s=60, memory_mb=1500, progress=look, poll_s=0.02)
+    assert seen, "the child was never seen running"
+    limits = {line[:26].strip(): line[26:].split()[:2] for line in seen[0].splitlines()[1:]}
+    assert limits["Max address space"] == [str(1500 * 1024 * 1024)] * 2
+    assert limits["Max cpu time"] == ["61", "62"]
+    assert limits["Max core file size"] == ["0", "0"]
+
+
+def test_a_child_started_without_limits_converts_nothing(tmp_path):
+    src, out = tmp_path / "in.json", tmp_path / "out.json"
+    src.write_bytes(b'{"a": 1}')
+    env = {k: v for k, v in os.environ.items() if k != LIMITS_ENV}
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "documents.converters.sandbox", "json", str(src), str(out)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0 and LIMITS_ENV in proc.stderr
+    assert not out.exists()
