@@ -37,12 +37,15 @@ def _resume_after_start(sender: object, **_: object) -> None:
 
 @worker_process_init.connect
 def _warm_embedder(**_: object) -> None:
-    """Load the embedding model when a worker process starts, not on the first file."""
+    """Load the embedding model (and, in bf16, compile its document encoder) when a
+    worker process starts, not on the first file."""
     from django.conf import settings
 
     # two pool processes of one thread each embed fastest on a 2-core host
     os.environ.setdefault("PROVENANCE_TORCH_THREADS", "1")
     if settings.PROVENANCE_WARM_EMBEDDER:
-        from retrieval.embedders import default_embedder
+        from retrieval.embedders import MiniLmEmbedder, default_embedder
 
-        default_embedder()
+        embedder = default_embedder()
+        if isinstance(embedder, MiniLmEmbedder):
+            embedder.embed_documents(["warm-up"])

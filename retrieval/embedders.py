@@ -9,8 +9,9 @@ Environment switches (read when an embedder is built, so no settings needed):
     retrieval within the fp32 model's (see ``bench/embed_speed.py``); CPUs
     without native bf16 fall back to fp32, where bf16 would be slower.
 ``PROVENANCE_TORCH_THREADS``
-    Intra-op threads per process. Unset means torch's default (all cores);
-    when several worker processes embed at once, set it to cores / processes.
+    Threads per process embedding documents (torch, or OpenVINO in bf16), 1
+    unless set; 0 means every core. With several worker processes embedding
+    at once, cores / processes.
 ``PROVENANCE_EMBEDDINGS_URL`` (+ ``_API_KEY``, ``_MODEL``)
     Use an OpenAI-compatible ``/embeddings`` service instead of the local model.
 """
@@ -18,6 +19,7 @@ Environment switches (read when an embedder is built, so no settings needed):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import urllib.error
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -138,13 +142,22 @@ class MiniLmEmbedder:
         self.model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}
         self._query_encoder: Any = None
         self._questions_loading = threading.Lock()
+        self._threads = threads or os.cpu_count() or 1
+        self._document_encoder: Any = None  # False once OpenVINO failed: torch serves
         if self.precision == "bf16":
             self.model.to(torch.bfloat16)
         self.model.eval()
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Chunks, in bf16 through the exported graph on OpenVINO (see
+        ``onnx_query.document_encoder``), else through torch."""
         if not texts:
             return []
+        encoder = self._documents()
+        if encoder:
+            return encoder.encode_many(
+                list(texts), batch_size=FORWARD_BATCH, pad_to_multiple=PAD_TO_MULTIPLE
+            ).tolist()
         import torch
 
         with torch.inference_mode():
@@ -156,6 +169,31 @@ class MiniLmEmbedder:
             )
         # Normalise in fp32: the bf16 output has ~3 significant digits per component.
         return unit_rows(vectors.float().numpy()).tolist()
+
+    @property
+    def documents_runtime(self) -> str:
+        """What embeds documents: ``openvino`` or ``torch``."""
+        return "openvino" if self._documents() else "torch"
+
+    def _documents(self) -> Any:
+        """The bf16 document encoder, loaded once per process; ``False`` for fp32 or
+        where OpenVINO cannot run bf16 (logged once)."""
+        if self._document_encoder is None:
+            with self._questions_loading:
+                if self._document_encoder is None:
+                    self._document_encoder = self._document_encoder_load()
+        return self._document_encoder
+
+    def _document_encoder_load(self) -> Any:
+        if self.precision != "bf16":
+            return False
+        from retrieval.onnx_query import document_encoder
+
+        try:
+            return document_encoder(self.model_dir, self.model.tokenizer, threads=self._threads)
+        except Exception:
+            logger.warning("documents: OpenVINO bf16 unavailable: torch bf16", exc_info=True)
+            return False
 
     def embed_query(self, text: str) -> list[float]:
         """One question through the exported graph in the documents' precision: about

@@ -4,8 +4,8 @@ A question is one short text, so its embedding time is per-call overhead and
 small matrix products, where torch eager spent ~10-14 ms on 2 slow cores and
 ONNX Runtime (fp32, one thread) ~6 ms for a short question (an Intel host of
 2026-11-22): the difference between meeting the 15 ms budget of a retrieval
-call and missing it. Documents keep the torch path, which has the throughput
-for batches.
+call and missing it. In bf16, batches of documents run through the same
+export on OpenVINO too (``document_encoder``): faster than torch's bf16.
 
 The question runs in the documents' precision:
 
@@ -174,26 +174,38 @@ class QueryEncoder(ABC):
     def encode(self, text: str) -> np.ndarray:
         return self.encode_many([text])[0]
 
-    def encode_many(self, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
-        """Texts, ``batch_size`` per run, each padded to its batch's longest (masked,
-        so a text's vector is the one it gets alone)."""
+    def encode_many(
+        self, texts: Sequence[str], batch_size: int = 16, pad_to_multiple: int = 1
+    ) -> np.ndarray:
+        """Texts, ``batch_size`` per run, in input order. Runs take texts of similar
+        length (sorted by token count), each padded to its run's longest rounded up
+        to ``pad_to_multiple`` and masked, so a text's vector is the one it gets
+        alone and little of a run is padding."""
         from retrieval.embedders import unit_rows
 
-        rows = []
-        for start in range(0, len(texts), batch_size):
-            encoded = self.tokenizer(
-                list(texts[start : start + batch_size]),
-                return_tensors="np",
-                truncation=True,
-                max_length=MAX_TOKENS,
-                padding=True,
-            )
-            mask = encoded["attention_mask"].astype(np.int64)
-            states = self._token_states(encoded["input_ids"].astype(np.int64), mask)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        ids = self.tokenizer(list(texts), truncation=True, max_length=MAX_TOKENS)["input_ids"]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        pad = self.tokenizer.pad_token_id or 0
+        out: np.ndarray | None = None
+        for start in range(0, len(order), batch_size):
+            run = order[start : start + batch_size]
+            longest = max(len(ids[i]) for i in run)
+            width = -(-longest // pad_to_multiple) * pad_to_multiple
+            input_ids = np.full((len(run), width), pad, dtype=np.int64)
+            mask = np.zeros((len(run), width), dtype=np.int64)
+            for row, i in enumerate(run):
+                input_ids[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1
+            states = self._token_states(input_ids, mask)
             weights = mask[:, :, None].astype(np.float32)
             pooled = (states.astype(np.float32) * weights).sum(axis=1)
-            rows.append(unit_rows(pooled / np.maximum(weights.sum(axis=1), 1.0)))
-        return np.concatenate(rows)
+            vectors = unit_rows(pooled / np.maximum(weights.sum(axis=1), 1.0))
+            if out is None:
+                out = np.empty((len(ids), vectors.shape[1]), dtype=np.float32)
+            out[run] = vectors
+        return out
 
     @abstractmethod
     def _token_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
@@ -283,17 +295,33 @@ def threads_from_env() -> int:
     return env_int("PROVENANCE_QUERY_THREADS", 2, minimum=1)
 
 
-def query_encoder(model_dir: Path, tokenizer: Any, precision: str = "fp32") -> QueryEncoder:
+def query_encoder(
+    model_dir: Path, tokenizer: Any, precision: str = "fp32", *, threads: int | None = None
+) -> QueryEncoder:
     """The cached export's encoder in ``precision`` (the documents'), exporting first
-    when the file is missing. bf16 falls back to fp32 when OpenVINO cannot serve it."""
-    target = export_path(model_dir)
-    if not target.exists():
-        logger.info("exporting the query encoder to %s", target)
-        target = export(model_dir, tokenizer, target)
-    threads = threads_from_env()
+    when the file is missing. bf16 falls back to fp32 when OpenVINO cannot serve it.
+    ``threads`` defaults to ``PROVENANCE_QUERY_THREADS``."""
+    target = _exported(model_dir, tokenizer)
+    threads = threads or threads_from_env()
     if precision == "bf16":
         try:
             return OpenVinoQueryEncoder(target, tokenizer, threads=threads)
         except Exception:
             logger.warning("query encoder: OpenVINO bf16 unavailable: fp32", exc_info=True)
     return OnnxQueryEncoder(target, tokenizer, threads=threads)
+
+
+def document_encoder(model_dir: Path, tokenizer: Any, *, threads: int) -> QueryEncoder:
+    """The export on OpenVINO in bf16 for batches of documents: ~40 % more chunks/s
+    than torch's bf16 on one thread (AMD EPYC, avx512_bf16: 97 against 69 chunks of
+    60-200 tokens per second), vectors within cosine 0.9999 of torch's. Raises when
+    OpenVINO cannot serve bf16 here; the caller keeps torch then."""
+    return OpenVinoQueryEncoder(_exported(model_dir, tokenizer), tokenizer, threads=threads)
+
+
+def _exported(model_dir: Path, tokenizer: Any) -> Path:
+    target = export_path(model_dir)
+    if not target.exists():
+        logger.info("exporting the query encoder to %s", target)
+        target = export(model_dir, tokenizer, target)
+    return target

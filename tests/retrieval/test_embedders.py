@@ -312,6 +312,57 @@ def test_fast_precision_agrees_with_fp32(
     assert min(cosines) >= 0.99, cosines
 
 
+def test_bf16_documents_run_through_openvino_in_input_order(
+    fp32: MiniLmEmbedder, fast: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    """In bf16 the chunks go through the exported graph on OpenVINO (faster than
+    torch's bf16), in runs of similar length: each vector is still its own text's,
+    in the order given, and as close to fp32 as bf16 allows."""
+    from retrieval.onnx_query import OpenVinoQueryEncoder
+
+    if not cpu_has_fast_bf16():
+        assert fast.documents_runtime == "torch"
+        return
+    assert fast.documents_runtime == "openvino" and fp32.documents_runtime == "torch"
+    encoder = fast._documents()
+    assert isinstance(encoder, OpenVinoQueryEncoder)
+    assert encoder.compiled.get_property("INFERENCE_NUM_THREADS") == 1  # one per process
+    texts = [*paragraphs[:20], "Short.", "x " * 400]
+    mixed = [*reversed(texts)]
+    vectors, reordered = fast.embed_documents(texts), fast.embed_documents(mixed)
+    reference = fp32.embed_documents(texts)
+    for text, vector, again, exact in zip(
+        texts, vectors, reversed(reordered), reference, strict=True
+    ):
+        assert abs(np.linalg.norm(vector) - 1.0) < 1e-5
+        assert _cos(vector, again) > 0.99999, text
+        assert _cos(vector, fast.embed_documents([text])[0]) > 0.99999, text
+        assert 0.9995 < _cos(vector, exact) < 0.9999999, text  # bf16, not fp32 again
+
+
+def test_documents_fall_back_to_torch_when_openvino_cannot_serve(
+    fp32: MiniLmEmbedder,
+    paragraphs: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import openvino
+
+    class BrokenCore:
+        def __init__(self) -> None:
+            raise RuntimeError("Cannot load library libopenvino_intel_cpu_plugin.so")
+
+    monkeypatch.setattr(openvino, "Core", BrokenCore)
+    embedder = MiniLmEmbedder(batch_size=16, precision="bf16")
+    with caplog.at_level("WARNING", logger="retrieval.embedders"):
+        vectors = embedder.embed_documents(paragraphs[:4])
+        assert embedder.documents_runtime == "torch"
+    if embedder.precision == "bf16":
+        assert caplog.text.count("OpenVINO bf16 unavailable: torch bf16") == 1  # tried once
+    reference = fp32.embed_documents(paragraphs[:4])
+    assert min(_cos(a, b) for a, b in zip(vectors, reference, strict=True)) > 0.999
+
+
 def test_batches_are_padded_to_aligned_lengths_without_changing_vectors(
     fp32: MiniLmEmbedder, paragraphs: list[str]
 ) -> None:
