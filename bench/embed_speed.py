@@ -165,7 +165,6 @@ def _serve(connection: Any, precisions: tuple[str, ...], batch_size: int) -> Non
     vectors); ("query", precision, texts) embeds each text as search embeds a
     question and answers (runtime, precision, vectors).
     """
-    import torch
 
     from retrieval.embedders import MiniLmEmbedder
 
@@ -181,8 +180,8 @@ def _serve(connection: Any, precisions: tuple[str, ...], batch_size: int) -> Non
             connection.send((encoder.runtime, encoder.precision, np.asarray(vectors, np.float32)))
             continue
         _, precision, threads, texts = command
-        torch.set_num_threads(threads)
         embedder = embedders[precision]
+        embedder.threads_set(threads)
         embedder.embed_documents(texts[:batch_size])  # warm-up at this thread count
         connection.send("ready")
         connection.recv()  # "go"

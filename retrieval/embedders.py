@@ -170,6 +170,18 @@ class MiniLmEmbedder:
         # Normalise in fp32: the bf16 output has ~3 significant digits per component.
         return unit_rows(vectors.float().numpy()).tolist()
 
+    def threads_set(self, threads: int) -> None:
+        """Embed documents on ``threads`` threads from now on: torch's count, and the
+        OpenVINO encoder compiled again for it (its count is fixed when compiled)."""
+        import torch
+
+        torch.set_num_threads(threads)
+        with self._questions_loading:
+            if threads != self._threads:
+                self._threads = threads
+                if self._document_encoder:
+                    self._document_encoder = None
+
     @property
     def documents_runtime(self) -> str:
         """What embeds documents: ``openvino`` or ``torch``."""

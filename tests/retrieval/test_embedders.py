@@ -340,6 +340,22 @@ def test_bf16_documents_run_through_openvino_in_input_order(
         assert 0.9995 < _cos(vector, exact) < 0.9999999, text  # bf16, not fp32 again
 
 
+def test_document_threads_can_change_and_reach_openvino(paragraphs: list[str]) -> None:
+    """The embed bench runs one process on both cores: OpenVINO's thread count is
+    fixed when it compiles, so setting it compiles the encoder again."""
+    embedder = MiniLmEmbedder(batch_size=16, threads=1)
+    before = embedder.embed_documents(paragraphs[:3])
+    embedder.threads_set(2)
+    after = embedder.embed_documents(paragraphs[:3])
+    assert min(_cos(a, b) for a, b in zip(before, after, strict=True)) > 0.99999
+    if embedder.documents_runtime == "openvino":
+        assert embedder._documents().compiled.get_property("INFERENCE_NUM_THREADS") == 2
+    import torch
+
+    assert torch.get_num_threads() == 2
+    embedder.threads_set(1)
+
+
 def test_documents_fall_back_to_torch_when_openvino_cannot_serve(
     fp32: MiniLmEmbedder,
     paragraphs: list[str],
