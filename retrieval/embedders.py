@@ -25,7 +25,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -141,7 +141,7 @@ class MiniLmEmbedder:
         self.model = SentenceTransformer(str(self.model_dir), device="cpu")
         self.model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}
         self._query_encoder: Any = None
-        self._questions_loading = threading.Lock()
+        self._encoders_loading = threading.Lock()
         self._threads = threads or os.cpu_count() or 1
         self._document_encoder: Any = None  # False once OpenVINO failed: torch serves
         if self.precision == "bf16":
@@ -176,7 +176,7 @@ class MiniLmEmbedder:
         import torch
 
         torch.set_num_threads(threads)
-        with self._questions_loading:
+        with self._encoders_loading:
             if threads != self._threads:
                 self._threads = threads
                 if self._document_encoder:
@@ -190,11 +190,7 @@ class MiniLmEmbedder:
     def _documents(self) -> Any:
         """The bf16 document encoder, loaded once per process; ``False`` for fp32 or
         where OpenVINO cannot run bf16 (logged once)."""
-        if self._document_encoder is None:
-            with self._questions_loading:
-                if self._document_encoder is None:
-                    self._document_encoder = self._document_encoder_load()
-        return self._document_encoder
+        return self._loaded("_document_encoder", self._document_encoder_load)
 
     def _document_encoder_load(self) -> Any:
         if self.precision != "bf16":
@@ -221,19 +217,25 @@ class MiniLmEmbedder:
         return self._questions().encode_many(list(texts)).tolist()
 
     def unlock_after_fork(self) -> None:
-        """A fresh lock for the question encoder's loading (see ``_unlock_after_fork``)."""
-        self._questions_loading = threading.Lock()
+        """A fresh lock for the encoders' loading (see ``_unlock_after_fork``)."""
+        self._encoders_loading = threading.Lock()
 
     def _questions(self) -> Any:
-        if self._query_encoder is None:
-            with self._questions_loading:  # one export and compile per process
-                if self._query_encoder is None:
-                    from retrieval.onnx_query import query_encoder
+        from retrieval.onnx_query import query_encoder
 
-                    self._query_encoder = query_encoder(
-                        self.model_dir, self.model.tokenizer, self.precision
-                    )
-        return self._query_encoder
+        return self._loaded(
+            "_query_encoder",
+            lambda: query_encoder(self.model_dir, self.model.tokenizer, self.precision),
+        )
+
+    def _loaded(self, attribute: str, load: Callable[[], Any]) -> Any:
+        """``attribute``, loaded by ``load`` the first time: one export and compile per
+        process, even when the warm-up thread and a first request ask at once."""
+        if getattr(self, attribute) is None:
+            with self._encoders_loading:
+                if getattr(self, attribute) is None:
+                    setattr(self, attribute, load())
+        return getattr(self, attribute)
 
 
 class OpenAiCompatibleEmbedder:

@@ -295,14 +295,11 @@ def threads_from_env() -> int:
     return env_int("PROVENANCE_QUERY_THREADS", 2, minimum=1)
 
 
-def query_encoder(
-    model_dir: Path, tokenizer: Any, precision: str = "fp32", *, threads: int | None = None
-) -> QueryEncoder:
+def query_encoder(model_dir: Path, tokenizer: Any, precision: str = "fp32") -> QueryEncoder:
     """The cached export's encoder in ``precision`` (the documents'), exporting first
-    when the file is missing. bf16 falls back to fp32 when OpenVINO cannot serve it.
-    ``threads`` defaults to ``PROVENANCE_QUERY_THREADS``."""
+    when the file is missing. bf16 falls back to fp32 when OpenVINO cannot serve it."""
     target = _exported(model_dir, tokenizer)
-    threads = threads or threads_from_env()
+    threads = threads_from_env()
     if precision == "bf16":
         try:
             return OpenVinoQueryEncoder(target, tokenizer, threads=threads)

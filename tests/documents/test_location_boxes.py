@@ -67,10 +67,10 @@ def _box_check(data: bytes, *, narrowed: bool) -> tuple[list, list]:
                 if not location.boxes:
                     continue
                 text = conversion.markdown[location.char_start : location.char_end]
-                mine = _keys(text.split())
-                carried = set(mine) | {a + b for a, b in zip(mine, mine[1:], strict=False)}
+                words = _keys(text.split())
+                carried = set(words) | {a + b for a, b in zip(words, words[1:], strict=False)}
                 body = conversion.markdown[location.char_start : min(location.char_end, body_end)]
-                mine = _keys(body.split())  # the page draws the body only
+                drawn = _keys(body.split())  # the page draws the body only
                 page = pdf[location.page_number - 1].get_text("words", flags=TEXT_FLAGS)
                 boxed: list[str] = []
                 for box in location.boxes:
@@ -79,13 +79,13 @@ def _box_check(data: bytes, *, narrowed: bool) -> tuple[list, list]:
                     for word in inside:
                         key = _key(word)
                         part = any(
-                            m != key and (m.startswith(key) or m.endswith(key)) for m in mine
+                            m != key and (m.startswith(key) or m.endswith(key)) for m in words
                         )
                         if key and key not in carried and not part:
                             foreign.append((location.char_start, word))
                     boxed += _keys(inside)
                 found = set(boxed) | {a + b for a, b in zip(boxed, boxed[1:], strict=False)}
-                left_out += [(location.char_start, m) for m in mine if m not in found]
+                left_out += [(location.char_start, m) for m in drawn if m not in found]
     return foreign, left_out
 
 
