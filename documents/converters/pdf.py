@@ -300,7 +300,11 @@ def _emit_text(
     level: int,
     lines: list[Line],
     hyphens: LineEndHyphens,
+    *,
+    continues: bool = False,
 ) -> None:
+    """One group as Markdown; ``continues``: the paragraph before it (on the page
+    before) goes on in it, so it follows on the next line with no blank between."""
     line = join_lines(lines, hyphens.keeps_hyphen)
     parts = [(s, e, page_no, bx) for s, e, bx in line.parts]
     if kind == "h":
@@ -316,7 +320,7 @@ def _emit_text(
     else:
         escaped = escape_line_start(text)
         text, shift = escaped, len(escaped) - len(text)
-    if kind != "pc":
+    if kind != "pc" and not continues:
         md.blank(page_no)
     md.line(
         text,
@@ -425,6 +429,35 @@ def _continues(prev: tuple, group: tuple) -> bool:
     )
 
 
+_SENTENCE_END = (".", "!", "?", ":", ";", '."', ".”", ".)", "?”", "!”")
+
+
+def _open_ended(group: tuple) -> bool:
+    """A paragraph cut off, not finished: its last line runs to the paragraph's
+    right edge and ends without a sentence's end."""
+    if group[0] != "p":
+        return False
+    lines = group[2]
+    last = lines[-1]
+    width = max(ln.box[2] for ln in lines) - min(ln.box[0] for ln in lines)
+    full = last.box[2] >= max(ln.box[2] for ln in lines) - 0.15 * width
+    return full and not last.text.rstrip().endswith(_SENTENCE_END)
+
+
+def _carries_on(group: tuple) -> bool:
+    """A paragraph that opens mid-sentence (a lowercase first letter)."""
+    return group[0] == "p" and group[2][0].text[:1].islower()
+
+
+def _continues_in_next_column(prev: tuple, group: tuple) -> bool:
+    """A paragraph cut at the foot of a column that goes on at the top of the next:
+    the new column starts higher up and to the right of where the paragraph stopped."""
+    if not (_open_ended(prev) and _carries_on(group)):
+        return False
+    last, first = prev[2][-1], group[2][0]
+    return first.box[1] < last.box[1] and first.box[0] > (last.box[0] + last.box[2]) / 2
+
+
 def _page_groups(ordered: list[Block], level_of: Callable[[Line, Block], int]) -> list[tuple]:
     groups: list[tuple] = []
     for block in ordered:
@@ -432,7 +465,9 @@ def _page_groups(ordered: list[Block], level_of: Callable[[Line, Block], int]) -
             groups.append(("table", 0, block.table))
             continue
         for group in _groups(block, level_of):
-            if groups and _continues(groups[-1], group):
+            if groups and (
+                _continues(groups[-1], group) or _continues_in_next_column(groups[-1], group)
+            ):
                 groups[-1][2].extend(group[2])
             else:
                 groups.append(group)
@@ -450,8 +485,10 @@ class PdfConverter:
     # marked ^…^, a frame around rules of its own is no table, row labels left of a
     # borderless table's column names are its first column, a header over one full row
     # of values is a table, unmapped glyphs (U+FFFD) dropped, annotation notes under
-    # "# Comments", a cell merged across part of its row fills each column it covers
-    version = "1.5.0"
+    # "# Comments", a cell merged across part of its row fills each column it covers;
+    # 1.6: a paragraph cut at the foot of a column goes on in the next column's text,
+    # one cut at a page's end goes on, on the next line, with the next page's text
+    version = "1.6.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         doc = _open(data)
@@ -495,6 +532,9 @@ class PdfConverter:
         keys = furniture_keys(pages, heights)
         md = MarkdownBuilder()
         furniture = tables = 0
+        # the page whose last paragraph was cut off: its blank line waits until the
+        # next page shows whether the paragraph goes on there
+        open_on: int | None = None
         for index, blocks in enumerate(pages):
             page_no = index + 1
             furniture += drop_furniture(blocks, heights[index], keys)
@@ -509,14 +549,27 @@ class PdfConverter:
             ordered = reading_order(_attach_markers(blocks) + table_blocks)
             level_of = headings.classifier(page_no)
             words = None
-            for kind, level, content in _page_groups(ordered, level_of):
+            groups = _page_groups(ordered, level_of)
+            for position, (kind, level, content) in enumerate(groups):
+                continues = position == 0 and open_on is not None and _carries_on(groups[0])
+                if open_on is not None and not continues:
+                    md.blank(open_on)
+                open_on = None
                 if kind == "table":
                     words = words or _PageWords(page, superscripts[index])
                     tables += _emit_table(md, words, page_no, content)
                 else:
-                    _emit_text(md, page_no, kind, level, content, hyphens)
-            md.blank(page_no)
+                    _emit_text(md, page_no, kind, level, content, hyphens, continues=continues)
+            if groups and _open_ended(groups[-1]):
+                open_on = page_no  # no blank yet: the next page may go on with it
+            else:
+                if open_on is not None:  # a page without text between
+                    md.blank(open_on)
+                    open_on = None
+                md.blank(page_no)
             progress((3 * total + page_no) // 4, total)
+        if open_on is not None:
+            md.blank(open_on)
         _comments_write(md, notes)
         markdown, line_pages, spans = md.build(paged=True)
         meta = {k: _clean_meta(v) for k, v in (doc.metadata or {}).items() if _clean_meta(v)}

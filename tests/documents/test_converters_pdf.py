@@ -256,6 +256,67 @@ def test_paragraph_page_attribution():
     assert result.line_pages[0] == 1
 
 
+def test_a_paragraph_cut_by_a_page_break_goes_on_on_the_next_line():
+    """One blind-text paragraph runs over all four pages: it stays one Markdown
+    paragraph (no blank line between its pages' lines), each line on its own page."""
+    result = convert("py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf")
+    lines = result.markdown.split("\n")
+    assert lines[0].endswith("you will get no") and lines[1].startswith("information. Really?")
+    assert lines[1].endswith("gives") and lines[2].startswith("you information about")
+    assert lines[2].endswith("should be written") and lines[3].startswith("in of the original")
+    assert result.line_pages[:4] == [1, 2, 3, 4]
+    assert lines[4] == ""
+
+
+def test_a_paragraph_cut_by_a_column_or_page_break_is_one_paragraph():
+    md = convert("py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf").markdown
+    lines = md.split("\n")
+    # column 1's foot to column 2's head, same page: one line, as the words read
+    assert "Donec nonummy pellentesque ante. Phasellus adipiscing" in md
+    assert "faucibus orci luctus et ultrices posuere cubilia Curae" in md
+    # page 1's last column to page 2's first: the next line of the same paragraph
+    cut = next(i for i, ln in enumerate(lines) if ln.endswith("Nam feugiat"))
+    assert lines[cut + 1] == "lacus vel est. Curabitur consectetuer."
+    # paragraphs that end on a full stop stay apart
+    assert "Pellentesque cursus luctus mauris.\n\nNulla malesuada porttitor diam." in md
+
+
+CUT = "and the signed records of each party to this agreement shall stay in the keeping of the"
+
+
+def _two_pages(first_end: str, second_start: str) -> bytes:
+    """A page whose last paragraph ends with ``first_end`` on a full line, then a
+    page that opens with ``second_start``."""
+    document = pymupdf.open()
+    for lines in ([BODY[:86]] * 4 + [first_end], [second_start] + [BODY[:86]] * 4):
+        page = document.new_page(width=595, height=842)
+        for row, line in enumerate(lines):
+            page.insert_text((72, 72 + 12 * row), line, fontname="helv", fontsize=10)
+    return document.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("first_end", "second_start", "joined"),
+    [
+        (CUT, "clerk of the court for six years.", True),
+        (CUT[:-4] + " court.", "then the court decides.", False),  # a sentence ended
+        (CUT, "Clerk of the Court keeps them.", False),  # a new sentence begins
+    ],
+)
+def test_only_a_paragraph_cut_mid_sentence_goes_on_across_a_page(
+    first_end: str, second_start: str, joined: bool
+):
+    result = PdfConverter().convert(_two_pages(first_end, second_start))
+    lines = result.markdown.split("\n")
+    last_of_page_1 = max(i for i, page in enumerate(result.line_pages) if page == 1 and lines[i])
+    assert lines[last_of_page_1].endswith(first_end.split()[-1])
+    follower = lines[last_of_page_1 + 1]
+    assert (follower == "") is not joined
+    if joined:
+        assert follower.startswith(second_start.split()[0])
+        assert result.line_pages[last_of_page_1 + 1] == 2
+
+
 def test_dehyphenation_joins_words():
     md = convert("markitdown/test_files/test.pdf").markdown
     assert "leverage LLMs" in md and "lever-" not in md
