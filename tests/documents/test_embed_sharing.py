@@ -96,6 +96,20 @@ def test_batches_shrink_near_the_end_so_sharing_processes_finish_together(corpus
     assert sizes[-2] <= 16 < 64, "the last batches are one forward pass, not a full batch"
 
 
+def test_batches_are_taken_shortest_chunks_first(corpus):
+    """So the model's runs hold texts of one length and little of them is padding."""
+    record = _file_waiting_for_embedding(corpus)
+    markdown = record.markdowns.get()
+    counts = sorted(Chunk.objects.filter(file=record).values_list("token_count", flat=True))
+    assert counts[0] < counts[-1]
+    taken: list[int] = []
+    while ingestion._batch_embed(str(record.pk), markdown, wait=False, sharing=1):
+        embedded = Chunk.objects.filter(file=record, embedding__isnull=False)
+        taken = list(embedded.order_by("token_count").values_list("token_count", flat=True))
+        assert taken == counts[: len(taken)], "a longer chunk was embedded before a shorter one"
+    assert len(taken) == len(counts)
+
+
 def test_a_process_embedding_alone_takes_full_batches(corpus):
     record = _file_waiting_for_embedding(corpus)
     markdown = record.markdowns.get()
