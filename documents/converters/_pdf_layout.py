@@ -25,6 +25,9 @@ BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
 # pictograph fonts: their glyphs (checkboxes, arrows, bullets) come out as letters,
 # as nothing (U+FFFD) or as control characters
 DINGBAT_FONT = re.compile(r"wingdings|webdings|dingbats", re.I)
+# fonts of fixed width whose PDFs do not set the monospaced flag (TeX's CMTT, Courier)
+MONO_FONT = re.compile(r"mono|courier|consol|menlo|inconsolata|typewriter|cmtt|lmtt|code", re.I)
+MONOSPACED = 8  # the span flag
 # Wingdings (not Wingdings 2 or 3) codes Word uses for bullets and form boxes, as the
 # pictographs they draw: a ticked box stays a ticked box
 WINGDINGS_FONT = re.compile(r"wingdings(?![-_ ]?[23])", re.I)
@@ -77,6 +80,8 @@ class Line:
     size: float
     bold: bool
     parts: list[tuple[int, int, Box]] = field(default_factory=list)  # offsets into text
+    mono: bool = False  # set (almost) wholly in a fixed-width font
+    lead: int = 0  # blanks the line's text started with (a listing's indent, when typed)
 
     @property
     def height(self) -> float:
@@ -114,20 +119,24 @@ def union(boxes: list[Box]) -> Box:
 
 
 @functools.lru_cache(maxsize=512)
-def _font_traits(name: str) -> tuple[bool, bool]:
-    """(pictograph font, bold font): fonts repeat on every span of a page, so each
-    name is matched once."""
-    return bool(DINGBAT_FONT.search(name)), bool(BOLD_NAME.search(name))
+def _font_traits(name: str) -> tuple[bool, bool, bool]:
+    """(pictograph font, bold font, fixed-width font): fonts repeat on every span of
+    a page, so each name is matched once."""
+    return (
+        bool(DINGBAT_FONT.search(name)),
+        bool(BOLD_NAME.search(name)),
+        bool(MONO_FONT.search(name)),
+    )
 
 
 def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
-    text, bold_chars, boxes = "", 0, []
+    text, bold_chars, mono_chars, boxes = "", 0, 0, []
     sizes: dict[float, int] = {}  # characters per font size, in order of first use
     for i, span in enumerate(spans):
         t = span["text"]
         if not t or (not keep_invisible and span.get("alpha", 255) == 0):
             continue  # render-mode-3 text with nothing under it: hidden, not content
-        pictographs, bold_font = _font_traits(span["font"])
+        pictographs, bold_font, mono_font = _font_traits(span["font"])
         if pictographs:
             t = _pictographs(span, spans[i + 1 :], leads=not text.strip())
         if not t.isprintable():  # without_controls, inline: it runs for every span
@@ -141,16 +150,20 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
         sizes[size] = sizes.get(size, 0) + n
         if span["flags"] & 16 or bold_font:
             bold_chars += n
+        if span["flags"] & MONOSPACED or mono_font:
+            mono_chars += n
         text += t
         boxes.append(span["bbox"])
     stripped = text.strip()
     if not stripped:
         return None
-    text = WHITESPACE_RUN.sub(" ", stripped.replace("\u00ad", "-"))
     total = sum(sizes.values()) or 1
     box = union(boxes)
     size = max(sizes, key=sizes.__getitem__)  # the most used; the first of equals
-    return Line(text, box, size, bold_chars >= 0.8 * total, [(0, len(text), box)])
+    mono = mono_chars >= 0.8 * total
+    lead = len(text) - len(text.lstrip()) if mono else 0
+    text = WHITESPACE_RUN.sub(" ", stripped.replace("\u00ad", "-"))
+    return Line(text, box, size, bold_chars >= 0.8 * total, [(0, len(text), box)], mono, lead)
 
 
 def superscript_marked(text: str) -> str:
@@ -308,7 +321,7 @@ def join_row(a: Line, b: Line) -> Line:
     shift = len(a.text) + 1
     parts = a.parts + [(s + shift, e + shift, bx) for s, e, bx in b.parts]
     size = a.size if len(a.text) >= len(b.text) else b.size
-    return Line(text, union([a.box, b.box]), size, a.bold and b.bold, parts)
+    return Line(text, union([a.box, b.box]), size, a.bold and b.bold, parts, a.mono and b.mono)
 
 
 def body_size(pages: list[list[Block]]) -> float:

@@ -262,9 +262,10 @@ def _continues_item(prev: Line, line: Line, first: Line, block: Block) -> bool:
 
 
 def _groups(
-    block: Block, level_of: Callable[[Line, Block], int]
+    block: Block, level_of: Callable[[Line, Block], int], code: bool = False
 ) -> list[tuple[str, int, list[Line]]]:
-    """Split a block's lines into headings, list items and paragraphs."""
+    """Split a block's lines into headings, list items, paragraphs and, where
+    ``code``, listings (lines set in a fixed-width font)."""
     groups: list[tuple[str, int, list[Line]]] = []
     prev: Line | None = None
     lines = block.lines
@@ -278,6 +279,11 @@ def _groups(
                 last[2].append(line)
             else:
                 groups.append(("h", level, [line]))
+        elif code and line.mono:
+            if kind == "code":
+                last[2].append(line)
+            else:
+                groups.append(("code", 0, [line]))
         elif _starts_item(prev, line, block, kind):
             groups.append(("li", 0, [line]))
         elif kind == "li" and not gap and _continues_item(prev, line, last[2][0], block):
@@ -327,6 +333,40 @@ def _emit_text(
         page_no,
         [(max(s + shift, 0), e + shift, p, b) for s, e, p, b in parts if e + shift > 0],
     )
+
+
+def _listings_stand_out(pages: list[list[Block]]) -> bool:
+    """Fixed-width lines are code listings only where they are the exception: a
+    receipt or a typed letter set wholly in Courier is prose, not code."""
+    mono = total = 0
+    for blocks in pages:
+        for block in blocks:
+            for line in block.lines:
+                total += len(line.text)
+                mono += len(line.text) if line.mono else 0
+    return 0 < mono < 0.3 * total
+
+
+def _emit_code(md: MarkdownBuilder, page_no: int, lines: list[Line]) -> None:
+    """A fenced block, a Markdown line per listing line, each indented by its
+    distance from the listing's left edge in characters of the font."""
+    left = min(line.box[0] for line in lines)
+    widths = sorted((ln.box[2] - ln.box[0]) / len(ln.text) for ln in lines if ln.text)
+    advance = max(widths[len(widths) // 2], 0.1)
+    longest_run = max((len(run) for ln in lines for run in re.findall("`+", ln.text)), default=0)
+    fence = "`" * max(3, longest_run + 1)
+    md.blank(page_no)
+    md.line(fence, page_no)
+    for line in lines:
+        indent = " " * min(round((line.box[0] - left) / advance) + line.lead, 40)
+        shift = len(indent)
+        md.line(
+            indent + line.text,
+            page_no,
+            [(s + shift, e + shift, page_no, box) for s, e, box in line.parts],
+        )
+    md.line(fence, page_no)
+    md.blank(page_no)
 
 
 # MuPDF's word list cuts words where right-to-left and left-to-right text meet and
@@ -458,13 +498,15 @@ def _continues_in_next_column(prev: tuple, group: tuple) -> bool:
     return first.box[1] < last.box[1] and first.box[0] > (last.box[0] + last.box[2]) / 2
 
 
-def _page_groups(ordered: list[Block], level_of: Callable[[Line, Block], int]) -> list[tuple]:
+def _page_groups(
+    ordered: list[Block], level_of: Callable[[Line, Block], int], code: bool = False
+) -> list[tuple]:
     groups: list[tuple] = []
     for block in ordered:
         if block.table is not None:
             groups.append(("table", 0, block.table))
             continue
-        for group in _groups(block, level_of):
+        for group in _groups(block, level_of, code):
             if groups and (
                 _continues(groups[-1], group) or _continues_in_next_column(groups[-1], group)
             ):
@@ -487,7 +529,8 @@ class PdfConverter:
     # of values is a table, unmapped glyphs (U+FFFD) dropped, annotation notes under
     # "# Comments", a cell merged across part of its row fills each column it covers;
     # 1.6: a paragraph cut at the foot of a column goes on in the next column's text,
-    # one cut at a page's end goes on, on the next line, with the next page's text
+    # one cut at a page's end goes on, on the next line, with the next page's text;
+    # lines in a fixed-width font (where the body is not) are fenced code, line by line
     version = "1.6.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
@@ -531,7 +574,8 @@ class PdfConverter:
         hyphens = LineEndHyphens([ln.text for blocks in pages for b in blocks for ln in b.lines])
         keys = furniture_keys(pages, heights)
         md = MarkdownBuilder()
-        furniture = tables = 0
+        furniture = tables = listings = 0
+        code = _listings_stand_out(pages)
         # the page whose last paragraph was cut off: its blank line waits until the
         # next page shows whether the paragraph goes on there
         open_on: int | None = None
@@ -549,7 +593,7 @@ class PdfConverter:
             ordered = reading_order(_attach_markers(blocks) + table_blocks)
             level_of = headings.classifier(page_no)
             words = None
-            groups = _page_groups(ordered, level_of)
+            groups = _page_groups(ordered, level_of, code)
             for position, (kind, level, content) in enumerate(groups):
                 continues = position == 0 and open_on is not None and _carries_on(groups[0])
                 if open_on is not None and not continues:
@@ -558,6 +602,9 @@ class PdfConverter:
                 if kind == "table":
                     words = words or _PageWords(page, superscripts[index])
                     tables += _emit_table(md, words, page_no, content)
+                elif kind == "code":
+                    listings += 1
+                    _emit_code(md, page_no, content)
                 else:
                     _emit_text(md, page_no, kind, level, content, hyphens, continues=continues)
             if groups and _open_ended(groups[-1]):
@@ -578,6 +625,7 @@ class PdfConverter:
             headings_from="outline" if headings.use_toc else "font",
             body_font_size=headings.body,
             tables=tables,
+            code_listings=listings,
             hidden_text_lines_dropped=hidden,
             header_footer_lines_dropped=furniture,
             pages_failed=failed,

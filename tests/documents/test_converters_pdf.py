@@ -14,6 +14,7 @@ from documents.converters._hyphenation import LineEndHyphens
 from documents.converters._pdf_layout import TEXT_FLAGS
 from documents.converters.pdf import PdfConverter
 from documents.converters.sandbox import convert_isolated
+from documents.markdown_structure import MarkdownStructure
 from tests.support.ground_truth import recall
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -534,6 +535,43 @@ def test_bold_headings_still_found_and_bold_paragraphs_not():
         "Every party to this agreement shall keep the signed records of each of its deliveries "
         "for six years" in md.split("\n")
     )
+
+
+def test_a_listing_in_a_fixed_width_font_is_fenced_line_by_line():
+    result = convert("docling/pdf/code_and_formula.pdf")
+    listing = "```\nfunction add(a, b) {\n    return a + b;\n}\nconsole.log(add(3, 5));\n```"
+    assert listing in result.markdown
+    assert result.metadata["code_listings"] == 1
+    assert "Listing 1: Simple JavaScript Program" in result.markdown.split("\n")
+
+
+def test_a_comment_in_a_listing_is_no_heading():
+    """``# ...`` inside the fence is code: the sections around it keep their path."""
+
+    def draw(page: pymupdf.Page) -> None:
+        page.insert_text((72, 60), "Deployment", fontname="hebo", fontsize=16)
+        y = 90
+        for _ in range(8):
+            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
+            y += 12
+        for row, code in enumerate(["# restart the workers", "systemctl restart app", "    --now"]):
+            page.insert_text((72, y + 12 + 11 * row), code, fontname="cour", fontsize=9)
+        y += 60
+        for _ in range(4):
+            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
+            y += 12
+
+    result = PdfConverter().convert(_pdf(draw))
+    md = result.markdown
+    assert "```\n# restart the workers\nsystemctl restart app\n    --now\n```" in md
+    structure = MarkdownStructure(md)
+    assert structure.hierarchy_at(md.index("systemctl")) == ["Deployment"]
+    assert structure.hierarchy_at(len(md) - 2) == ["Deployment"]
+
+
+def test_a_document_set_wholly_in_courier_is_prose_not_code():
+    result = convert("markitdown/test_files/RECEIPT-2024-TXN-98765_retail_purchase.pdf")
+    assert "```" not in result.markdown and result.metadata["code_listings"] == 0
 
 
 def test_line_end_hyphen_of_a_compound_is_kept():
