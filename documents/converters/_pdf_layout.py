@@ -136,6 +136,11 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
         t = span["text"]
         if not t or (not keep_invisible and span.get("alpha", 255) == 0):
             continue  # render-mode-3 text with nothing under it: hidden, not content
+        if t == " ":  # a word space of its own (a third of a typeset paper's spans)
+            text += t
+            boxes.append(span["bbox"])
+            sizes.setdefault(round(span["size"], 1), 0)
+            continue
         pictographs, bold_font, mono_font = _font_traits(span["font"])
         if pictographs:
             t = _pictographs(span, spans[i + 1 :], leads=not text.strip())
