@@ -271,12 +271,17 @@ def _lam_alef_fix(page: pymupdf.Page, data: dict) -> None:
                     span["text"] = _lam_alef_ordered(raw_span["chars"])
 
 
-def extract_page(page: pymupdf.Page) -> tuple[list[Block], int, list[tuple[Box, str]]]:
+def extract_page(
+    page: pymupdf.Page, images: bool | None = None
+) -> tuple[list[Block], int, list[tuple[Box, str]]]:
     """Text blocks of a page (lines merged per baseline), the count of hidden lines
-    dropped, and the page's superscripts (for the text of table cells)."""
+    dropped, and the page's superscripts (for the text of table cells). ``images``:
+    whether the page draws images, when the caller has asked already."""
     data = page.get_text("dict", flags=TEXT_FLAGS)
     _lam_alef_fix(page, data)
-    has_images = any(b["type"] == 1 for b in data["blocks"]) or bool(page.get_images())
+    if images is None:
+        images = bool(page.get_images())
+    has_images = images or any(b["type"] == 1 for b in data["blocks"])
     blocks: list[Block] = []
     hidden = 0
     for raw in data["blocks"]:

@@ -552,8 +552,9 @@ class PdfConverter:
         failed: list[int] = []
         for page in doc:
             try:
-                blocks, dropped, raised = extract_page(page)
-                images += bool(page.get_images())
+                drawn = bool(page.get_images())
+                blocks, dropped, raised = extract_page(page, drawn)
+                images += drawn
             except Exception:
                 blocks, dropped, raised = [], 0, []
                 failed.append(page.number + 1)
