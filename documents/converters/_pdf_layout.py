@@ -26,7 +26,8 @@ BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
 # as nothing (U+FFFD) or as control characters
 DINGBAT_FONT = re.compile(r"wingdings|webdings|dingbats", re.I)
 # fonts of fixed width whose PDFs do not set the monospaced flag (TeX's CMTT, Courier)
-MONO_FONT = re.compile(r"mono|courier|consol|menlo|inconsolata|typewriter|cmtt|lmtt|code", re.I)
+# (not "Monotype Corsiva", a script face)
+MONO_FONT = re.compile(r"mono(?!type)|courier|consol|menlo|inconsolata|cmtt|lmtt|sourcecode", re.I)
 MONOSPACED = 8  # the span flag
 # Wingdings (not Wingdings 2 or 3) codes Word uses for bullets and form boxes, as the
 # pictographs they draw: a ticked box stays a ticked box
@@ -82,6 +83,7 @@ class Line:
     parts: list[tuple[int, int, Box]] = field(default_factory=list)  # offsets into text
     mono: bool = False  # set (almost) wholly in a fixed-width font
     lead: int = 0  # blanks the line's text started with (a listing's indent, when typed)
+    spaced: str = ""  # a fixed-width line's text with its inner blanks as set (alignment)
 
     @property
     def height(self) -> float:
@@ -167,8 +169,10 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     size = max(sizes, key=sizes.__getitem__)  # the most used; the first of equals
     mono = mono_chars >= 0.8 * total
     lead = len(text) - len(text.lstrip()) if mono else 0
+    spaced = stripped.replace("\u00ad", "-") if mono else ""
     text = WHITESPACE_RUN.sub(" ", stripped.replace("\u00ad", "-"))
-    return Line(text, box, size, bold_chars >= 0.8 * total, [(0, len(text), box)], mono, lead)
+    bold = bold_chars >= 0.8 * total
+    return Line(text, box, size, bold, [(0, len(text), box)], mono, lead, spaced)
 
 
 def superscript_marked(text: str) -> str:

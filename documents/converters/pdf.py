@@ -261,6 +261,17 @@ def _continues_item(prev: Line, line: Line, first: Line, block: Block) -> bool:
     return wrapped and line.text[:1].islower()
 
 
+def _listing_line(lines: list[Line], i: int) -> bool:
+    """A fixed-width line is a listing's when a neighbour in its block is fixed-width
+    too, or it is a block of its own (a listing MuPDF cut into blocks): a lone
+    address or name set in a fixed-width font inside prose stays prose."""
+    return (
+        len(lines) == 1
+        or (i > 0 and lines[i - 1].mono)
+        or (i + 1 < len(lines) and lines[i + 1].mono)
+    )
+
+
 def _groups(
     block: Block, level_of: Callable[[Line, Block], int], code: bool = False
 ) -> list[tuple[str, int, list[Line]]]:
@@ -279,7 +290,7 @@ def _groups(
                 last[2].append(line)
             else:
                 groups.append(("h", level, [line]))
-        elif code and line.mono:
+        elif code and line.mono and _listing_line(lines, i):
             if kind == "code":
                 last[2].append(line)
             else:
@@ -348,22 +359,29 @@ def _listings_stand_out(pages: list[list[Block]]) -> bool:
 
 
 def _emit_code(md: MarkdownBuilder, page_no: int, lines: list[Line]) -> None:
-    """A fenced block, a Markdown line per listing line, each indented by its
-    distance from the listing's left edge in characters of the font."""
+    """A fenced block, a Markdown line per listing line (blank ones too), each
+    indented by its distance from the listing's left edge in characters of the
+    font, its inner blanks as set (aligned comments stay aligned)."""
     left = min(line.box[0] for line in lines)
-    widths = sorted((ln.box[2] - ln.box[0]) / len(ln.text) for ln in lines if ln.text)
+    widths = sorted(
+        (ln.box[2] - ln.box[0]) / (ln.lead + len(ln.spaced or ln.text)) for ln in lines if ln.text
+    )
     advance = max(widths[len(widths) // 2], 0.1)
     longest_run = max((len(run) for ln in lines for run in re.findall("`+", ln.text)), default=0)
     fence = "`" * max(3, longest_run + 1)
     md.blank(page_no)
     md.line(fence, page_no)
+    previous: Line | None = None
     for line in lines:
-        indent = " " * min(round((line.box[0] - left) / advance) + line.lead, 40)
+        if previous is not None and line.box[1] - previous.box[3] > 0.8 * previous.height:
+            md.line("", page_no)  # a blank line of the listing
+        previous = line
+        indent = " " * min(round((line.box[0] - left) / advance) + line.lead, 200)
+        text = line.spaced or line.text
+        parts = [(0, len(text), line.box)] if line.spaced else line.parts
         shift = len(indent)
         md.line(
-            indent + line.text,
-            page_no,
-            [(s + shift, e + shift, page_no, box) for s, e, box in line.parts],
+            indent + text, page_no, [(s + shift, e + shift, page_no, box) for s, e, box in parts]
         )
     md.line(fence, page_no)
     md.blank(page_no)
@@ -473,9 +491,10 @@ _SENTENCE_END = (".", "!", "?", ":", ";", '."', ".”", ".)", "?”", "!”")
 
 
 def _open_ended(group: tuple) -> bool:
-    """A paragraph cut off, not finished: its last line runs to the paragraph's
-    right edge and ends without a sentence's end."""
-    if group[0] != "p":
+    """A paragraph cut off, not finished: of two lines or more (one line's width
+    says nothing: a footnote, a caption), its last runs to the paragraph's right
+    edge and ends without a sentence's end."""
+    if group[0] != "p" or len(group[2]) < 2:
         return False
     lines = group[2]
     last = lines[-1]
@@ -484,15 +503,19 @@ def _open_ended(group: tuple) -> bool:
     return full and not last.text.rstrip().endswith(_SENTENCE_END)
 
 
-def _carries_on(group: tuple) -> bool:
-    """A paragraph that opens mid-sentence (a lowercase first letter)."""
-    return group[0] == "p" and group[2][0].text[:1].islower()
+def _carries_on(prev: tuple, group: tuple) -> bool:
+    """``group`` opens mid-sentence (a lowercase first letter) in the type of the
+    paragraph ``prev`` was cut from (not a footnote's smaller size)."""
+    if group[0] != "p" or not group[2][0].text[:1].islower():
+        return False
+    last, first = prev[2][-1], group[2][0]
+    return abs(first.size - last.size) <= 0.1 * max(last.size, 1)
 
 
 def _continues_in_next_column(prev: tuple, group: tuple) -> bool:
     """A paragraph cut at the foot of a column that goes on at the top of the next:
     the new column starts higher up and to the right of where the paragraph stopped."""
-    if not (_open_ended(prev) and _carries_on(group)):
+    if not (_open_ended(prev) and _carries_on(prev, group)):
         return False
     last, first = prev[2][-1], group[2][0]
     return first.box[1] < last.box[1] and first.box[0] > (last.box[0] + last.box[2]) / 2
@@ -508,12 +531,27 @@ def _page_groups(
             continue
         for group in _groups(block, level_of, code):
             if groups and (
-                _continues(groups[-1], group) or _continues_in_next_column(groups[-1], group)
+                _continues(groups[-1], group)
+                or _continues_in_next_column(groups[-1], group)
+                or _same_listing(groups[-1], group)
             ):
                 groups[-1][2].extend(group[2])
             else:
                 groups.append(group)
-    return groups
+    # a fixed-width line alone, neither beside nor under another, is prose
+    return [("p", 0, g[2]) if g[0] == "code" and len(g[2]) == 1 else g for g in groups]
+
+
+def _same_listing(prev: tuple, group: tuple) -> bool:
+    """Blocks MuPDF cut one listing into (at an indent, at a blank line): the next
+    starts below the last, within three lines, over the same columns."""
+    if prev[0] != "code" or group[0] != "code":
+        return False
+    last, first = prev[2][-1], group[2][0]
+    gap = first.box[1] - last.box[3]
+    left = min(ln.box[0] for ln in prev[2])
+    right = max(ln.box[2] for ln in prev[2])
+    return -1 <= gap <= 3 * max(last.height, 1) and first.box[0] < right and first.box[2] > left
 
 
 class PdfConverter:
@@ -580,6 +618,7 @@ class PdfConverter:
         # the page whose last paragraph was cut off: its blank line waits until the
         # next page shows whether the paragraph goes on there
         open_on: int | None = None
+        last_group: tuple = ()
         for index, blocks in enumerate(pages):
             page_no = index + 1
             furniture += drop_furniture(blocks, heights[index], keys)
@@ -596,7 +635,9 @@ class PdfConverter:
             words = None
             groups = _page_groups(ordered, level_of, code)
             for position, (kind, level, content) in enumerate(groups):
-                continues = position == 0 and open_on is not None and _carries_on(groups[0])
+                continues = (
+                    position == 0 and open_on is not None and _carries_on(last_group, groups[0])
+                )
                 if open_on is not None and not continues:
                     md.blank(open_on)
                 open_on = None
@@ -610,6 +651,7 @@ class PdfConverter:
                     _emit_text(md, page_no, kind, level, content, hyphens, continues=continues)
             if groups and _open_ended(groups[-1]):
                 open_on = page_no  # no blank yet: the next page may go on with it
+                last_group = groups[-1]
             else:
                 if open_on is not None:  # a page without text between
                     md.blank(open_on)

@@ -296,6 +296,22 @@ def _two_pages(first_end: str, second_start: str) -> bytes:
     return document.tobytes()
 
 
+def test_a_footnote_at_a_page_s_foot_is_not_joined_to_the_next_page():
+    """A one-line footnote in small type, without a full stop, ends its page's text:
+    the lowercase start of the next page continues the body, not the footnote."""
+    document = pymupdf.open()
+    page = document.new_page(width=595, height=842)
+    for row in range(5):
+        page.insert_text((72, 72 + 12 * row), BODY[:86] + ".", fontname="helv", fontsize=10)
+    page.insert_text((72, 780), "1 See https://example.org/dataset", fontname="helv", fontsize=7)
+    page = document.new_page(width=595, height=842)
+    page.insert_text((72, 72), "continues the body on this page " + BODY[:40], fontname="helv",
+                     fontsize=10)  # fmt: skip
+    lines = PdfConverter().convert(document.tobytes()).markdown.split("\n")
+    note = lines.index("1 See https://example.org/dataset")
+    assert lines[note + 1] == ""
+
+
 @pytest.mark.parametrize(
     ("first_end", "second_start", "joined"),
     [
@@ -567,6 +583,62 @@ def test_a_comment_in_a_listing_is_no_heading():
     structure = MarkdownStructure(md)
     assert structure.hierarchy_at(md.index("systemctl")) == ["Deployment"]
     assert structure.hierarchy_at(len(md) - 2) == ["Deployment"]
+
+
+def test_a_listing_cut_into_blocks_stays_one_fence_with_its_indents_and_blank_lines():
+    """MuPDF starts a new block at an indent or a gap: the listing is still one."""
+    advance = pymupdf.get_text_length("x", fontname="cour", fontsize=9)
+    listing = [(0, "class A:"), (4, "def f(self, x):"), (8, "y = x    # aligned"),
+               (8, "return y"), (0, ""), (4, "def g(self):"), (8, "return 2")]  # fmt: skip
+
+    def draw(page: pymupdf.Page) -> None:
+        y = 72
+        for _ in range(6):
+            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
+            y += 12
+        y += 12
+        for indent, code in listing:
+            if code:
+                page.insert_text((72 + indent * advance, y), code, fontname="cour", fontsize=9)
+            y += 11
+        y += 12
+        for _ in range(3):
+            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
+            y += 12
+
+    md = PdfConverter().convert(_pdf(draw)).markdown
+    expected = "\n".join(" " * indent + code for indent, code in listing)
+    assert f"```\n{expected}\n```" in md
+    assert md.count("```") == 2
+
+
+def test_a_lone_fixed_width_line_in_prose_is_no_listing():
+    """A URL or a file name set in Courier between prose lines stays in its paragraph."""
+
+    def draw(page: pymupdf.Page) -> None:
+        y = 72
+        for _ in range(6):
+            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
+            y += 12
+        y += 12
+        page.insert_text(
+            (72, y), "The data of every experiment are in", fontname="helv", fontsize=10
+        )
+        page.insert_text((72, y + 12), "https://example.org/data", fontname="cour", fontsize=10)
+        page.insert_text((72, y + 24), "under an open license.", fontname="helv", fontsize=10)
+
+    result = PdfConverter().convert(_pdf(draw))
+    assert "```" not in result.markdown and result.metadata["code_listings"] == 0
+    assert "https://example.org/data" in result.markdown
+
+
+def test_fixed_width_fonts_are_told_from_proportional_ones():
+    from documents.converters._pdf_layout import MONO_FONT
+
+    for name in ("Courier-Bold", "CMTT10", "LMMono10-Regular", "SourceCodePro", "Consolas"):
+        assert MONO_FONT.search(name), name
+    for name in ("MonotypeCorsiva", "Helvetica", "NimbusRomNo9L-Regu", "Code128"):
+        assert not MONO_FONT.search(name), name
 
 
 def test_a_document_set_wholly_in_courier_is_prose_not_code():
