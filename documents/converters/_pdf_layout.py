@@ -169,10 +169,10 @@ def _line_from_spans(spans: list[dict], keep_invisible: bool) -> Line | None:
     size = max(sizes, key=sizes.__getitem__)  # the most used; the first of equals
     mono = mono_chars >= 0.8 * total
     lead = len(text) - len(text.lstrip()) if mono else 0
-    spaced = stripped.replace("\u00ad", "-") if mono else ""
-    text = WHITESPACE_RUN.sub(" ", stripped.replace("\u00ad", "-"))
+    as_set = stripped.replace("\u00ad", "-")
+    text = WHITESPACE_RUN.sub(" ", as_set)
     bold = bold_chars >= 0.8 * total
-    return Line(text, box, size, bold, [(0, len(text), box)], mono, lead, spaced)
+    return Line(text, box, size, bold, [(0, len(text), box)], mono, lead, as_set if mono else "")
 
 
 def superscript_marked(text: str) -> str:
@@ -276,15 +276,13 @@ def _lam_alef_fix(page: pymupdf.Page, data: dict) -> None:
 
 
 def extract_page(
-    page: pymupdf.Page, images: bool | None = None
+    page: pymupdf.Page, images: bool
 ) -> tuple[list[Block], int, list[tuple[Box, str]]]:
     """Text blocks of a page (lines merged per baseline), the count of hidden lines
     dropped, and the page's superscripts (for the text of table cells). ``images``:
-    whether the page draws images, when the caller has asked already."""
+    whether the page lists images (the converter counts them too)."""
     data = page.get_text("dict", flags=TEXT_FLAGS)
     _lam_alef_fix(page, data)
-    if images is None:
-        images = bool(page.get_images())
     has_images = images or any(b["type"] == 1 for b in data["blocks"])
     blocks: list[Block] = []
     hidden = 0

@@ -615,10 +615,9 @@ class PdfConverter:
         md = MarkdownBuilder()
         furniture = tables = listings = 0
         code = _listings_stand_out(pages)
-        # the page whose last paragraph was cut off: its blank line waits until the
+        # (page, paragraph) cut off at a page's end: its blank line waits until the
         # next page shows whether the paragraph goes on there
-        open_on: int | None = None
-        last_group: tuple = ()
+        cut: tuple[int, tuple] | None = None
         for index, blocks in enumerate(pages):
             page_no = index + 1
             furniture += drop_furniture(blocks, heights[index], keys)
@@ -634,13 +633,11 @@ class PdfConverter:
             level_of = headings.classifier(page_no)
             words = None
             groups = _page_groups(ordered, level_of, code)
+            continues = cut is not None and bool(groups) and _carries_on(cut[1], groups[0])
+            if cut is not None and not continues:
+                md.blank(cut[0])
+            cut = None
             for position, (kind, level, content) in enumerate(groups):
-                continues = (
-                    position == 0 and open_on is not None and _carries_on(last_group, groups[0])
-                )
-                if open_on is not None and not continues:
-                    md.blank(open_on)
-                open_on = None
                 if kind == "table":
                     words = words or _PageWords(page, superscripts[index])
                     tables += _emit_table(md, words, page_no, content)
@@ -648,18 +645,15 @@ class PdfConverter:
                     listings += 1
                     _emit_code(md, page_no, content)
                 else:
-                    _emit_text(md, page_no, kind, level, content, hyphens, continues=continues)
+                    first = continues and position == 0
+                    _emit_text(md, page_no, kind, level, content, hyphens, continues=first)
             if groups and _open_ended(groups[-1]):
-                open_on = page_no  # no blank yet: the next page may go on with it
-                last_group = groups[-1]
+                cut = (page_no, groups[-1])  # no blank yet: the next page may go on with it
             else:
-                if open_on is not None:  # a page without text between
-                    md.blank(open_on)
-                    open_on = None
                 md.blank(page_no)
             progress((3 * total + page_no) // 4, total)
-        if open_on is not None:
-            md.blank(open_on)
+        if cut is not None:
+            md.blank(cut[0])
         _comments_write(md, notes)
         markdown, line_pages, spans = md.build(paged=True)
         meta = {k: _clean_meta(v) for k, v in (doc.metadata or {}).items() if _clean_meta(v)}

@@ -524,6 +524,14 @@ BODY = (
 )
 
 
+def _body_lines(page: pymupdf.Page, y: float, rows: int) -> float:
+    """``rows`` lines of body text from ``y`` down; returns where the next line goes."""
+    for _ in range(rows):
+        page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
+        y += 12
+    return y
+
+
 def test_bold_headings_still_found_and_bold_paragraphs_not():
     def draw(page: pymupdf.Page) -> None:
         y = 80
@@ -566,16 +574,10 @@ def test_a_comment_in_a_listing_is_no_heading():
 
     def draw(page: pymupdf.Page) -> None:
         page.insert_text((72, 60), "Deployment", fontname="hebo", fontsize=16)
-        y = 90
-        for _ in range(8):
-            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
-            y += 12
+        y = _body_lines(page, 90, 8)
         for row, code in enumerate(["# restart the workers", "systemctl restart app", "    --now"]):
             page.insert_text((72, y + 12 + 11 * row), code, fontname="cour", fontsize=9)
-        y += 60
-        for _ in range(4):
-            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
-            y += 12
+        _body_lines(page, y + 60, 4)
 
     result = PdfConverter().convert(_pdf(draw))
     md = result.markdown
@@ -592,19 +594,12 @@ def test_a_listing_cut_into_blocks_stays_one_fence_with_its_indents_and_blank_li
                (8, "return y"), (0, ""), (4, "def g(self):"), (8, "return 2")]  # fmt: skip
 
     def draw(page: pymupdf.Page) -> None:
-        y = 72
-        for _ in range(6):
-            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
-            y += 12
-        y += 12
+        y = _body_lines(page, 72, 6) + 12
         for indent, code in listing:
             if code:
                 page.insert_text((72 + indent * advance, y), code, fontname="cour", fontsize=9)
             y += 11
-        y += 12
-        for _ in range(3):
-            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
-            y += 12
+        _body_lines(page, y + 12, 3)
 
     md = PdfConverter().convert(_pdf(draw)).markdown
     expected = "\n".join(" " * indent + code for indent, code in listing)
@@ -616,11 +611,7 @@ def test_a_lone_fixed_width_line_in_prose_is_no_listing():
     """A URL or a file name set in Courier between prose lines stays in its paragraph."""
 
     def draw(page: pymupdf.Page) -> None:
-        y = 72
-        for _ in range(6):
-            page.insert_text((72, y), BODY[:90], fontname="helv", fontsize=10)
-            y += 12
-        y += 12
+        y = _body_lines(page, 72, 6) + 12
         page.insert_text(
             (72, y), "The data of every experiment are in", fontname="helv", fontsize=10
         )
