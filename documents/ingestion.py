@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -368,6 +368,7 @@ def file_embed(*, file_id: str) -> bool:
     if markdown is None:
         file_fail(file_id=file_id, reason="chunks are missing; retry the file")
         return False
+    _vectors_reuse(file_id, markdown)
     sharing = 1 + _helpers_request(file_id, markdown)
     while True:
         while _batch_embed(file_id, markdown, wait=False, sharing=sharing):
@@ -377,6 +378,53 @@ def file_embed(*, file_id: str) -> bool:
             break
     _publish(file_id, markdown)
     return True
+
+
+def _vectors_reuse(file_id: str, markdown: DocumentMarkdown) -> int:
+    """Give each chunk whose exact text an earlier conversion or revision of the same
+    document has embedded in the same vector database (so by the same model) that
+    vector, instead of running the model again; returns how many were given.
+
+    A converter upgrade converts a library again and a new revision mostly repeats
+    the old one: only the chunks whose text changed go through the model.
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE documents_chunk AS new SET embedding = old.embedding
+            FROM (
+                SELECT DISTINCT ON (earlier.content_hash) earlier.content_hash, earlier.embedding
+                FROM documents_chunk AS earlier
+                JOIN documents_file AS revision ON revision.id = earlier.file_id
+                WHERE revision.document_id = %(document)s
+                    AND earlier.vector_database_id = %(database)s
+                    AND earlier.markdown_id <> %(markdown)s
+                    AND earlier.embedding IS NOT NULL
+                ORDER BY earlier.content_hash
+            ) AS old
+            WHERE new.markdown_id = %(markdown)s
+                AND new.embedding IS NULL
+                AND new.content_hash = old.content_hash
+            """,
+            {
+                "document": File.objects.values_list("document_id", flat=True).get(pk=file_id),
+                "markdown": markdown.pk,
+                "database": _database_of(markdown),
+            },
+        )
+        reused = cursor.rowcount
+    if reused:
+        logger.info("reused %d vectors of earlier conversions for %s", reused, file_id)
+        done = Chunk.objects.filter(markdown=markdown, embedding__isnull=False).count()
+        File.objects.filter(pk=file_id).update(progress_done=done, updated_at=timezone.now())
+    return reused
+
+
+def _database_of(markdown: DocumentMarkdown) -> object:
+    """The vector database the draft's chunks are indexed in."""
+    return (
+        Chunk.objects.filter(markdown=markdown).values_list("vector_database_id", flat=True).first()
+    )
 
 
 def file_embed_share(*, file_id: str, markdown_id: str, sharing: int = 2) -> int:

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import json
 import re
+import struct
+import sys
 import unicodedata
 import zlib
+from array import array
 from collections.abc import Sequence
 from difflib import SequenceMatcher
+from itertools import accumulate
 
 import pymupdf
 
@@ -96,23 +100,83 @@ class PageWords(PageWordIndex):
         return boxes
 
 
-def pdf_page_words(data: bytes) -> list[list[list]]:
-    """Every page's words as the converter reads text: ``[page][word] = [x0, y0, x1,
-    y1, text]``, plain lists so the sandbox can answer them as JSON."""
+def pdf_page_words(data: bytes) -> list[list[tuple]]:
+    """Every page's words as the converter reads text: ``[page][word] = (x0, y0, x1,
+    y1, text, ...)`` as ``get_text('words')`` gives them."""
     with pymupdf.open(stream=data, filetype="pdf") as document:
+        return [page.get_text("words", flags=TEXT_FLAGS) for page in document]
+
+
+# the packing's first bytes; what lacks them is the JSON a worker before it kept
+_PACKED = b"words/2\n"
+_SIZES = struct.Struct("<II")
+
+
+def words_pack(pages: Sequence[Sequence[Sequence]]) -> bytes:
+    """Page words compressed for keeping between ingestion stages: the words per
+    page and every text as JSON, every box as one array of 32-bit floats (MuPDF
+    computes in single precision, so nothing is rounded). Packed and unpacked in
+    ~20 ms per 100 dense pages, where JSON of the whole took ~150 and ~100 ms."""
+    counts = json.dumps([len(page) for page in pages]).encode()
+    texts = json.dumps([w[4] for page in pages for w in page], separators=(",", ":")).encode()
+    boxes = array("f", [v for page in pages for w in page for v in w[:4]])
+    if sys.byteorder == "big":
+        boxes.byteswap()
+    body = _SIZES.pack(len(counts), len(texts)) + counts + texts + boxes.tobytes()
+    return _PACKED + zlib.compress(body, 1)
+
+
+def words_unpack(packed: bytes) -> Sequence[Sequence[Sequence]]:
+    """Pages of ``[x0, y0, x1, y1, text]`` words; ``ValueError`` if ``packed`` is not
+    whole and consistent (it comes from the sandbox child, which reads hostile files)."""
+    if not packed.startswith(_PACKED):
+        return json.loads(zlib.decompress(packed))
+    body = zlib.decompress(packed[len(_PACKED) :])
+    try:
+        counts_size, texts_size = _SIZES.unpack_from(body)
+    except struct.error as error:
+        raise ValueError("packed words are cut short") from error
+    start = _SIZES.size
+    counts = json.loads(body[start : start + counts_size])
+    texts = json.loads(body[start + counts_size : start + counts_size + texts_size])
+    boxes = array("f")
+    boxes.frombytes(body[start + counts_size + texts_size :])
+    if sys.byteorder == "big":
+        boxes.byteswap()
+    if not (
+        isinstance(counts, list)
+        and all(type(n) is int and n >= 0 for n in counts)
+        and isinstance(texts, list)
+        and all(isinstance(t, str) for t in texts)
+        and sum(counts) == len(texts) == len(boxes) // 4
+        and len(boxes) % 4 == 0
+    ):
+        raise ValueError("packed words do not add up")
+    return _PackedPages(counts, texts, boxes)
+
+
+class _PackedPages(Sequence):
+    """Unpacked words, a page's list built when the page is asked for: the chunk
+    stage narrows boxes on some pages only."""
+
+    def __init__(self, counts: list[int], texts: list[str], boxes: array) -> None:
+        self._starts = [0, *accumulate(counts)]
+        self._texts = texts
+        self._boxes = boxes
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def __getitem__(self, index: int) -> list[list]:  # type: ignore[override]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        first, last = self._starts[index], self._starts[index + 1]
+        b = self._boxes
         return [
-            [list(w[:5]) for w in page.get_text("words", flags=TEXT_FLAGS)] for page in document
+            [b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3], self._texts[i]]
+            for i in range(first, last)
         ]
-
-
-def words_pack(pages: list[list[list]]) -> bytes:
-    """Page words as compressed JSON, as the sandbox answers them and the convert
-    stage keeps them for the chunk stage: ~1.5 MB for 100 dense pages, not ~7 MB."""
-    return zlib.compress(json.dumps(pages, separators=(",", ":")).encode(), 1)
-
-
-def words_unpack(packed: bytes) -> list[list[list]]:
-    return json.loads(zlib.decompress(packed))
 
 
 class DocumentWords:
