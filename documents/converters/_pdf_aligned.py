@@ -153,6 +153,7 @@ def _table_from(
     previous = header.centre_y
     labels: float | None = None  # where the row labels start, once a row has one
     overlapped, bottom = False, header.line.box[3]
+    notes: set[int] = set()  # body rows that are notes under the row above
     for index in range(first + 1, len(rows)):
         row = rows[index]
         if index in consumed:
@@ -174,24 +175,34 @@ def _table_from(
             placed[0] = _STUB  # a row label, left of every named column
             labels = row.cells[0].x0 if labels is None else min(labels, row.cells[0].x0)
         if None in placed or len(set(placed)) != len(placed):
-            break
+            note = _note_column(row, header, columns) if body else None
+            if note is None:
+                break
+            notes.add(len(body))
+            placed = [note]
+        else:
+            pitch = gap if pitch is None else min(pitch, gap)
         body.append((row, placed))
         taken.add(index)
-        pitch = gap if pitch is None else min(pitch, gap)
         previous, bottom = row.centre_y, row.line.box[3]
-    while body and body[-1][1] == [_STUB]:  # a lone label under the table is text after it
+    while body and (body[-1][1] == [_STUB] or notes == {len(body) - 1}):
+        # a lone label under the table is text after it, and so is a note no row
+        # before it has (a caption)
+        notes.discard(len(body) - 1)
         body.pop()
         taken.remove(max(taken))
-    if len(body) < MIN_BODY_ROWS and (overlapped or not _one_full_row(header, body)):
+    rows_proper = [entry for k, entry in enumerate(body) if k not in notes]
+    if len(rows_proper) < MIN_BODY_ROWS and (overlapped or not _one_full_row(header, rows_proper)):
         return None, set()
     # row labels, if any, are the first column: the header has no cell over them
     stub = any(_STUB in placed for _, placed in body)
     body = [(row, [column + stub for column in placed]) for row, placed in body]
     # each column spans its cells; the edge between two columns is midway in the gap
     cells: list[list[_Cell]] = ([[]] if stub else []) + [[c] for c in columns]
-    for row, placed in body:
+    for k, (row, placed) in enumerate(body):
         for cell, column in zip(row.cells, placed, strict=True):
-            cells[column].append(cell)
+            if k not in notes:  # a note runs on over the next columns: no column's width
+                cells[column].append(cell)
     lows = [min(c.x0 for c in column) for column in cells]
     highs = [max(c.x1 for c in column) for column in cells]
     if any(high >= low for high, low in zip(highs, lows[1:], strict=False)):
@@ -203,10 +214,28 @@ def _table_from(
         TableRow(cells=[_cell_box(edges[i], edges[i + 1], r.line) for i in range(len(cells))])
         for r in [header, *(r for r, _ in body)]
     ]
+    for k in notes:  # its column's cell, widened to the note's end; the others empty
+        (row, (column,)) = body[k]
+        right = max(edges[column + 1], row.cells[0].x1 + 1)
+        table_rows[k + 1] = TableRow(
+            cells=[_cell_box(edges[column], right, row.line) if i == column else None
+                   for i in range(len(cells))]
+        )  # fmt: skip
+    body = rows_proper
     if not _heads_columns(header, body):  # data from the first row on: an empty header
         table_rows.insert(0, TableRow(cells=[None] * len(cells)))
     top, bottom = union(every)[1] - 1, union(every)[3] + 1
     return RuledTable(bbox=(edges[0], top, edges[-1], bottom), rows=table_rows), taken
+
+
+def _note_column(row: _Row, header: _Row, columns: list[_Cell]) -> int | None:
+    """The column a note under a table row starts in: one run of text in smaller
+    type than the header, running on over the next columns ("(Runtime: 142 min);
+    Holiday Season Premium" under a film's title). None if ``row`` is no note."""
+    if len(row.cells) != 1 or row.line.size >= 0.9 * header.line.size:
+        return None
+    start = row.cells[0]
+    return _column_of(_Cell((start.x0, start.box[1], start.x0 + 1, start.box[3])), columns)
 
 
 def _one_full_row(header: _Row, body: list[tuple[_Row, list[int]]]) -> bool:

@@ -228,7 +228,9 @@ def _indented(line: Line, left: float) -> bool:
 
 
 def _new_paragraph(prev: Line, line: Line, following: Line | None, block: Block) -> bool:
-    """Inside one block: a first-line indent (not a hanging one), or a short sentence end."""
+    """Inside one block: a first-line indent (not a hanging one), a short sentence end,
+    or a line back at the edge after the last line of a hanging indent (run-in items
+    numbered "1 Title." with their text indented under the title)."""
     left = block.box[0]
     indent = (
         _indented(line, left)
@@ -236,7 +238,17 @@ def _new_paragraph(prev: Line, line: Line, following: Line | None, block: Block)
         and (following is None or not _indented(following, left))
     )
     short_end = prev.box[2] < block.box[2] - 0.15 * (block.box[2] - block.box[0])
-    return indent or (short_end and prev.text.rstrip().endswith((".", "!", "?", ":")))
+    # a hanging indent's last line need not be short: it only stops before the edge
+    hanging_ended = (
+        prev.box[2] < block.box[2] - 2 * prev.size
+        and _indented(prev, left)
+        and not _indented(line, left)
+    )
+    return (
+        indent
+        or hanging_ended
+        or (short_end and prev.text.rstrip().endswith((".", "!", "?", ":")))
+    )
 
 
 def _starts_item(prev: Line | None, line: Line, block: Block, kind: str) -> bool:
@@ -569,7 +581,7 @@ class PdfConverter:
     # 1.6: a paragraph cut at the foot of a column goes on in the next column's text,
     # one cut at a page's end goes on, on the next line, with the next page's text;
     # lines in a fixed-width font (where the body is not) are fenced code, line by line
-    version = "1.6.0"
+    version = "1.7.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         doc = _open(data)

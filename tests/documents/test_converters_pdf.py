@@ -282,6 +282,38 @@ def test_a_paragraph_cut_by_a_column_or_page_break_is_one_paragraph():
     assert "Pellentesque cursus luctus mauris.\n\nNulla malesuada porttitor diam." in md
 
 
+def test_run_in_items_with_a_hanging_indent_are_paragraphs_of_their_own():
+    """The AutoGen paper numbers its points "1 Title." with the text indented under
+    the title; the second point starts back at the edge after the first's last line."""
+    lines = convert("markitdown/test_files/test.pdf").markdown.split("\n")
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("1 Customizable and"))
+    assert lines[first].endswith("in a modular fashion. (Section 2.1)")
+    assert lines[first + 1] == ""
+    assert lines[first + 2].startswith("2 Conversation programming. A fundamental insight")
+
+
+def _set_lines(rows: list[tuple[float, str]]) -> list[str]:
+    """Markdown lines (blank ones too) of one block of 10 pt lines, each ``(left
+    edge, text)``."""
+
+    def draw(page: pymupdf.Page) -> None:
+        for row, (x, text) in enumerate(rows):
+            page.insert_text((x, 80 + 12 * row), text, fontname="helv", fontsize=10)
+
+    return PdfConverter().convert(_pdf(draw)).markdown.strip("\n").split("\n")
+
+
+def test_a_line_back_at_the_edge_ends_a_hanging_indent_but_not_a_first_line_indent():
+    full = BODY[:83]  # "... as they": a full line
+    # the first item's last line stops 10 % short of the edge, as in the paper
+    last = full[:70]
+    hanging = _set_lines([(72, f"1 {full}"), (84, full), (84, last), (72, f"2 {full}")])
+    assert hanging == [f"1 {full} {full} {last}", "", f"2 {full}"]
+    # a first-line indent: the first line runs to the edge, the next goes on at the left
+    indented = _set_lines([(84, full), (72, full), (72, "and ends here.")])
+    assert indented == [f"{full} {full} and ends here."]
+
+
 CUT = "and the signed records of each party to this agreement shall stay in the keeping of the"
 
 

@@ -191,3 +191,45 @@ def test_a_summary_table_of_one_full_row_is_a_table():
     ]  # fmt: skip
     assert not any("This book" in cell for row in rows for cell in row)
     assert "This booking order is subject to cinema availability and standard terms." in markdown
+
+
+def test_notes_in_smaller_type_under_rows_stay_in_the_table():
+    """The booking order's show schedule sets each film's runtime and offer in
+    6 pt under its title, running on over the next columns: every film is a row,
+    each note a row of its own in the title's column, its box around its words."""
+    name = "markitdown/test_files/movie-theater-booking-2024.pdf"
+    conversion = _convert(name)
+    rows = _rows(conversion.markdown)
+    start = rows.index(["Ln", "Screen", "Start", "End", "Movie Title", "Format", "Showtime",
+                        "Days", "Shows", "Rate", "Type", "Total"])  # fmt: skip
+    films = [
+        ("Holiday Spectacular", "IMAX 3D", "(Runtime: 142 min); Holiday Season Premium"),
+        ("Winter Wonderland", "Standard", "(Runtime: 98 min); Matinee Special"),
+        ("New Year Mystery", "4DX", "(Runtime: 116 min); Premium Experience"),
+    ]
+    for k, (title, screen_format, note) in enumerate(films):
+        film, under = rows[start + 1 + 2 * k], rows[start + 2 + 2 * k]
+        assert film[0] == str(k + 1) and film[4:6] == [title, screen_format]
+        assert under == ["", "", "", "", note] + [""] * 7
+    markdown = conversion.markdown
+    with pymupdf.open(CORPUS / name) as document:
+        for _title, _format, note in films:
+            span = next(s for s in conversion.spans if markdown[s.char_start : s.char_end] == note)
+            clip = pymupdf.Rect(span.x0, span.y0, span.x1, span.y1)
+            assert [w[4] for w in document[0].get_text("words", clip=clip)] == note.split()
+
+
+def test_a_caption_under_a_table_in_smaller_type_is_text_after_it():
+    document = pymupdf.open()
+    page = document.new_page()
+    for x, name in ((72, "Item"), (200, "Quantity"), (300, "Price")):
+        page.insert_text((x, 100), name, fontsize=10)
+    for i, values in enumerate([("Bolts", "40", "$4.00"), ("Nuts", "40", "$2.00")]):
+        for x, value in zip((72, 200, 300), values, strict=True):
+            page.insert_text((x, 114 + 14 * i), value, fontsize=10)
+    page.insert_text((72, 140), "Source: the warehouse ledger of March and April", fontsize=7)
+    markdown = PdfConverter().convert(document.tobytes()).markdown
+    assert _rows(markdown) == [
+        ["Item", "Quantity", "Price"], ["Bolts", "40", "$4.00"], ["Nuts", "40", "$2.00"]
+    ]  # fmt: skip
+    assert "\nSource: the warehouse ledger of March and April" in markdown
