@@ -36,8 +36,28 @@ def markdown_link(text: str, url: str) -> str:
     target = clean_inline(url)
     if not text.strip() or not target.lower().startswith(_LINK_SCHEMES):
         return text
-    label = text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-    return f"[{label}]({target.translate(_URL_UNSAFE)})"
+    return f"[{_link_label(text)}]({target.translate(_URL_UNSAFE)})"
+
+
+def markdown_link_lines(pieces: list[str], url: str) -> list[str]:
+    """A link whose text runs over several Markdown lines (a page break inside it,
+    each line on its own page): ``[`` before its text on the first line, ``](url)``
+    after it on the last, one link as CommonMark reads a paragraph's lines. The
+    pieces as they are for a link not worth keeping (see :func:`markdown_link`)."""
+    if len(pieces) == 1:
+        return [markdown_link(pieces[0], url)]
+    target = clean_inline(url)
+    filled = [i for i, piece in enumerate(pieces) if piece.strip()]
+    if not filled or not target.lower().startswith(_LINK_SCHEMES):
+        return pieces
+    linked = [_link_label(piece) for piece in pieces]
+    linked[filled[0]] = "[" + linked[filled[0]]
+    linked[filled[-1]] += f"]({target.translate(_URL_UNSAFE)})"
+    return linked
+
+
+def _link_label(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 def clean_inline(text: str) -> str:

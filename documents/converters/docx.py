@@ -23,7 +23,7 @@ from documents.converters._mdbuild import (
     MarkdownBuilder,
     clean_inline,
     escape_line_start,
-    markdown_link,
+    markdown_link_lines,
     table_lines,
 )
 from documents.converters._omml import equation_markdown, is_math
@@ -137,17 +137,19 @@ class _Walker:
                 self._collect(c, para)
 
     def _link(self, link: etree._Element, para: _Para, url: str) -> None:
-        """The link's text as ``[text](url)`` when it stays on one page (a rendered
-        page break inside it leaves the text as it is)."""
-        page, count = self.page, len(para.segments)
-        before = len(para.segments[-1][1]) if para.segments else 0
+        """The link's text as ``[text](url)``; a rendered page break inside it puts
+        its text on two lines, one link over both (``markdown_link_lines``)."""
+        segments = para.segments
+        start = len(segments) - (1 if segments and segments[-1][0] == self.page else 0)
+        before = len(segments[start][1]) if start < len(segments) else 0
         self._collect(link, para)
-        if self.page != page or len(para.segments) != max(count, 1) or not para.segments:
+        pieces = [text for _page, text in segments[start:]]
+        if not pieces:
             return
-        if count == 0:
-            before = 0
-        text = para.segments[-1][1]
-        para.segments[-1] = (page, text[:before] + markdown_link(text[before:], url))
+        pieces[0] = pieces[0][before:]
+        for k, text in enumerate(markdown_link_lines(pieces, url)):
+            page, old = segments[start + k]
+            segments[start + k] = (page, (old[:before] if k == 0 else "") + text)
 
     def _comment_range(self, mark: etree._Element) -> None:
         if _local(mark) == "commentRangeStart":
@@ -356,7 +358,7 @@ class DocxConverter:
     # and reviewer comments in their own sections, headings nested below a Title;
     # 1.3: equations in linear notation between $ (inline) or $$ (displayed), list items
     # and numbered headings with the numbers Word shows, hyperlinks as [text](address)
-    version = "1.3.0"
+    version = "1.4.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         check_zip(data)

@@ -245,9 +245,7 @@ def _new_paragraph(prev: Line, line: Line, following: Line | None, block: Block)
         and not _indented(line, left)
     )
     return (
-        indent
-        or hanging_ended
-        or (short_end and prev.text.rstrip().endswith((".", "!", "?", ":")))
+        indent or hanging_ended or (short_end and prev.text.rstrip().endswith((".", "!", "?", ":")))
     )
 
 

@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from documents.converters import ConversionError
 from documents.converters.docx import DocxConverter
@@ -66,7 +67,7 @@ def test_rendered_page_breaks_split_paragraphs_between_pages():
     assert line_of(result, "Page break here>>") == 1
     assert line_of(result, "<<followed by more text.") == 2
     assert line_of(result, "Page break in>>") == 2
-    assert line_of(result, "<<this hyperlink and another one here>>") == 3
+    assert line_of(result, "<<this hyperlink](http://google.com/) and another one here>>") == 3
     assert line_of(result, "<<with text following") == 4
     assert line_of(result, "Two page>>") == 4
     assert line_of(result, "<<breaks>>") == 5
@@ -443,11 +444,16 @@ def test_list_items_carry_the_numbers_word_shows():
 def test_hyperlinks_keep_their_addresses():
     """python-docx's hyperlink sample (its feature test expects http://yahoo.com/
     for 'awesome hyperlink'): external links become Markdown links; a link whose
-    text crosses one of Word's rendered page breaks keeps its text on both pages."""
-    markdown = convert("python-docx/par-hyperlinks.docx").markdown
+    text crosses one of Word's rendered page breaks is one link over the two lines
+    (each on its own page), as CommonMark reads a paragraph's lines."""
+    result = convert("python-docx/par-hyperlinks.docx")
+    markdown = result.markdown
     assert "One [awesome hyperlink](http://yahoo.com/)." in markdown
     assert "the [second one](http://python.org/), and the [third](http://yahoo.com/)." in markdown
-    assert "Three hyperlinks: the first\n" in markdown  # split by a page break: text only
+    assert "Three hyperlinks: [the first\none](http://google.com/) here, the" in markdown
+    assert line_of(result, "Three hyperlinks: [the first") + 1 == line_of(result, "one](http")
+    paragraph = MarkdownIt("commonmark").render("Three hyperlinks: [the first\none](http://g.co/)")
+    assert '<a href="http://g.co/">the first\none</a>' in paragraph
 
 
 @pytest.mark.parametrize(
@@ -460,14 +466,21 @@ def test_hyperlinks_keep_their_addresses():
     ],
 )
 def test_only_web_and_mail_links_are_written_and_their_addresses_are_safe(target, expected):
+    result = DocxConverter().convert(_linked("<w:r><w:t>click</w:t></w:r>", target))
+    assert result.markdown.strip() == expected
+
+
+def _linked(runs: str, target: str, before: str = "", after: str = "") -> bytes:
+    """A DOCX of one paragraph: ``before``, a hyperlink to ``target`` around
+    ``runs``, ``after`` (runs of ``w:`` elements)."""
     rels = (
         '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
         '<Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
         f'relationships/hyperlink" Target="{target}" TargetMode="External"/></Relationships>'
     )
     body = (
-        '<w:p><w:hyperlink xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
-        'relationships" r:id="rId9"><w:r><w:t>click</w:t></w:r></w:hyperlink></w:p>'
+        f'<w:p>{before}<w:hyperlink xmlns:r="http://schemas.openxmlformats.org/officeDocument/'
+        f'2006/relationships" r:id="rId9">{runs}</w:hyperlink>{after}</w:p>'
     )
     data = _docx_parts(body, "", "")
     out = io.BytesIO()
@@ -475,4 +488,46 @@ def test_only_web_and_mail_links_are_written_and_their_addresses_are_safe(target
         for info in source.infolist():
             archive.writestr(info, source.read(info))
         archive.writestr("word/_rels/document.xml.rels", rels)
-    assert DocxConverter().convert(out.getvalue()).markdown.strip() == expected
+    return out.getvalue()
+
+
+BREAK = "<w:r><w:lastRenderedPageBreak/></w:r>"
+
+
+@pytest.mark.parametrize(
+    ("runs", "target", "lines"),
+    [
+        pytest.param(  # a break inside the link's text: one link over two lines
+            f"<w:r><w:t>the [first]</w:t></w:r>{BREAK}<w:r><w:t>one</w:t></w:r>",
+            "https://example.com/",
+            ["See [the \\[first\\]", "one](https://example.com/) here."],
+            id="split",
+        ),
+        pytest.param(  # two breaks: the middle page holds only part of the text
+            f"<w:r><w:t>a</w:t></w:r>{BREAK}<w:r><w:t>b</w:t></w:r>{BREAK}<w:r><w:t>c</w:t></w:r>",
+            "https://example.com/",
+            ["See [a", "b", "c](https://example.com/) here."],
+            id="three-pages",
+        ),
+        pytest.param(  # the break before any of its text: the link is on the next page
+            f"{BREAK}<w:r><w:t>late</w:t></w:r>",
+            "https://example.com/",
+            ["See", "[late](https://example.com/) here."],
+            id="break-first",
+        ),
+        pytest.param(  # never a link that runs code, split or not
+            f"<w:r><w:t>the first</w:t></w:r>{BREAK}<w:r><w:t>one</w:t></w:r>",
+            "javascript:alert(1)",
+            ["See the first", "one here."],
+            id="script",
+        ),
+    ],
+)
+def test_a_link_across_a_page_break_is_one_link_over_its_lines(runs, target, lines):
+    before, after = (
+        '<w:r><w:t xml:space="preserve">See </w:t></w:r>',
+        '<w:r><w:t xml:space="preserve"> here.</w:t></w:r>',
+    )
+    result = DocxConverter().convert(_linked(runs, target, before, after))
+    assert result.markdown.strip().split("\n") == lines
+    assert result.line_pages[: len(lines)] == list(range(1, len(lines) + 1))
