@@ -70,6 +70,7 @@ LAM_ALEF_VISUAL = re.compile("[\u0622\u0623\u0625\u0627\u0671]\u0644")
 WHITESPACE_RUN = re.compile(r"\s+")
 UNMAPPED_RUN = re.compile("\ufffd+")  # U+FFFD: MuPDF's stand-in for an unmapped glyph
 PAGE_NUMBER = re.compile(r"^\W*(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
+NAMED_PAGE_NUMBER = re.compile(r"^\W*page\s*\d{1,4}\s*(of|/)\s*\d{1,4}\W*$", re.I)
 
 
 @dataclass
@@ -366,10 +367,15 @@ def furniture_keys(pages: list[list[Block]], heights: list[float]) -> set[tuple[
 
 
 def _is_page_number(block: Block, blocks: list[Block], height: float) -> bool:
-    """A lone number that is the first or last thing on the page, or sits in the margin."""
+    """A lone number that is the first or last thing on the page, or sits in the
+    margin; "Page 2 of 8" anywhere in the page's top or bottom eighth."""
     if len(block.lines) != 1 or not PAGE_NUMBER.match(block.lines[0].text):
         return False
     if block.box[1] < 0.07 * height or block.box[3] > 0.93 * height:
+        return True
+    if NAMED_PAGE_NUMBER.match(block.lines[0].text) and (
+        block.box[3] < 0.125 * height or block.box[1] > 0.875 * height
+    ):
         return True
     others = [b for b in blocks if b is not block and b.lines]
     return bool(others) and (

@@ -9,6 +9,7 @@ came from, so a chunk can later be shown and checked on its page.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from operator import attrgetter
@@ -484,17 +485,35 @@ def _emit_table(md: MarkdownBuilder, words: _PageWords, page_no: int, table: Rul
 
 
 def _continues(prev: tuple, group: tuple) -> bool:
-    """A paragraph PyMuPDF split into two blocks: same column, no gap, lowercase start."""
+    """A paragraph PyMuPDF split into two blocks: same column, no gap, lowercase
+    start; in right-to-left script, which has no case (MuPDF gives each wrapped
+    line of Arabic a block of its own), the same right edge and type size."""
     if prev[0] not in ("p", "pc", "li") or group[0] != "p":
         return False
     last, first = prev[2][-1], group[2][0]
     gap = first.box[1] - last.box[3]
+    if not -1 <= gap <= 0.8 * max(last.height, 1):
+        return False
+    if _right_to_left(last.text) and _right_to_left(first.text):
+        right = abs(_row_right(group[2], first) - _row_right(prev[2], last)) <= 2
+        return right and abs(first.size - last.size) <= 0.1 * max(last.size, 1)
     return (
-        -1 <= gap <= 0.8 * max(last.height, 1)
-        and first.box[0] >= prev[2][0].box[0] - 2
+        first.box[0] >= prev[2][0].box[0] - 2
         and first.box[0] <= last.box[2]
         and first.text[:1].islower()
     )
+
+
+def _row_right(lines: list[Line], line: Line) -> float:
+    """Where the row ``line`` is set in ends on the right (MuPDF may cut a row of
+    right-to-left text into lines at a run of Latin letters)."""
+    return max(ln.box[2] for ln in lines if ln.box[1] < line.box[3] and ln.box[3] > line.box[1])
+
+
+def _right_to_left(text: str) -> bool:
+    """Most of the line's letters are of a right-to-left script (Arabic, Hebrew)."""
+    letters = [unicodedata.bidirectional(ch) for ch in text if ch.isalpha()]
+    return bool(letters) and 2 * sum(kind in ("R", "AL") for kind in letters) > len(letters)
 
 
 _SENTENCE_END = (".", "!", "?", ":", ";", '."', ".”", ".)", "?”", "!”")
@@ -578,7 +597,10 @@ class PdfConverter:
     # "# Comments", a cell merged across part of its row fills each column it covers;
     # 1.6: a paragraph cut at the foot of a column goes on in the next column's text,
     # one cut at a page's end goes on, on the next line, with the next page's text;
-    # lines in a fixed-width font (where the body is not) are fenced code, line by line
+    # lines in a fixed-width font (where the body is not) are fenced code, line by line;
+    # 1.7: a line back at the edge after a hanging indent starts a paragraph, notes in
+    # smaller type under a borderless table's row stay in the table, wrapped lines of
+    # right-to-left text are one paragraph, "Page n of m" near the top or foot is furniture
     version = "1.7.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -131,6 +131,20 @@ def test_arabic_lam_alef_ligatures_keep_their_letters_in_logical_order():
     assert "إلى" in markdown  # a real alef-lam (not a ligature) is left alone
 
 
+def test_wrapped_lines_of_arabic_are_one_paragraph():
+    """MuPDF gives each wrapped line of the Arabic page a block of its own; its four
+    paragraphs (docling's ground truth has four) are one Markdown line each, cut
+    where the page leaves a blank line, not at every wrapped line."""
+    lines = convert("docling/pdf/right_to_left_01.pdf").markdown.strip().split("\n")
+    assert lines[0].startswith("# ")
+    paragraphs = [line for line in lines[1:] if line]
+    assert len(paragraphs) == 4 and len(lines) == 9
+    assert paragraphs[0].startswith("تعتبر البرمجة بلغة R وPython")
+    assert paragraphs[0].endswith("بشكل كبير في تحسين نتائج العمل.")
+    assert paragraphs[1].startswith("عندما يجتمع التفكير التحليلي")
+    assert paragraphs[3].endswith("على الأداء الشخصي والمهني.")
+
+
 def test_zero_width_arabic_glyphs_other_than_lam_alef_keep_their_order():
     """One glyph carrying a whole word gives zero-width letters after the first one."""
     markdown = convert("py-pdf-sample-files/015-arabic/habibi-rotated.pdf").markdown
@@ -246,6 +260,23 @@ def test_page_numbers_are_kept_out_of_the_body():
     assert (
         md.count("This clause is provided for demonstration purposes") == 8
     )  # one per outline entry
+
+
+def test_page_n_of_m_near_the_top_or_foot_is_no_body_text():
+    """A one-page booking order prints "Page 1 of 1" under its print date, and a
+    specification's header "Ken Sargent House   Page 1 of 8": both are page numbers
+    (one page gives no repetition to find them by); the same words mid-page stay."""
+    movie = convert("markitdown/test_files/movie-theater-booking-2024.pdf").markdown
+    assert "Page 1 of 1" not in movie and "Print Date 12/15/2024 14:30:22" in movie
+    spec = convert("markitdown/test_files/masterformat_partial_numbering.pdf").markdown
+    assert "\nKen Sargent House\n" in spec and "Page 1 of 8" not in spec
+
+    def draw(page: pymupdf.Page) -> None:
+        y = _body_lines(page, 300, 4) + 12
+        page.insert_text((72, y), "Page 2 of 8", fontname="helv", fontsize=10)
+        _body_lines(page, y + 24, 4)
+
+    assert "\nPage 2 of 8\n" in PdfConverter().convert(_pdf(draw)).markdown
 
 
 def test_paragraph_page_attribution():
