@@ -114,13 +114,15 @@ class _Walker:
                 self.notes.comment(_attr(c, "id"), self.page)
             elif name in ("commentRangeStart", "commentRangeEnd"):
                 self._comment_range(c)
-            elif name in ("tab", "cr"):
+            elif name == "tab":
                 self._text(para, " ")
-            elif name == "br":
-                if _attr(c, "type") == "page" and not self.rendered:
-                    self._break(para)
+            elif name == "br" and _attr(c, "type") == "page":
+                if self.rendered:
+                    self._text(para, " ")  # Word's rendered breaks say where pages end
                 else:
-                    self._text(para, " ")
+                    self._break(para)
+            elif name in ("br", "cr"):  # a line break inside the paragraph: a line of its own
+                para.segments.append((self.page, ""))
             elif name == "lastRenderedPageBreak" and self.rendered:
                 self._break(para)
             elif name == "hyperlink" and self.links.get(_attr(c, "id") or ""):
@@ -357,7 +359,9 @@ class DocxConverter:
     # 1.1: merged cells' text in every grid cell they cover; 1.2: footnotes, endnotes
     # and reviewer comments in their own sections, headings nested below a Title;
     # 1.3: equations in linear notation between $ (inline) or $$ (displayed), list items
-    # and numbered headings with the numbers Word shows, hyperlinks as [text](address)
+    # and numbered headings with the numbers Word shows, hyperlinks as [text](address);
+    # 1.4: a link cut by a rendered page break is one link over its two lines, a line
+    # break (w:br, w:cr) inside a paragraph starts a line of its own
     version = "1.4.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -531,3 +531,21 @@ def test_a_link_across_a_page_break_is_one_link_over_its_lines(runs, target, lin
     result = DocxConverter().convert(_linked(runs, target, before, after))
     assert result.markdown.strip().split("\n") == lines
     assert result.line_pages[: len(lines)] == list(range(1, len(lines) + 1))
+
+
+def test_a_line_break_inside_a_paragraph_starts_a_line_of_its_own():
+    """docling's textbox sample lists symptoms one per line with ``w:br``: each is
+    a Markdown line of the same paragraph (no blank line between), not one run-on line."""
+    lines = convert("docling/docx/textbox.docx").markdown.split("\n")
+    start = lines.index("- Suggested Reportable Symptoms:")
+    assert lines[start + 1 : start + 4] == ["＊ Fever", "＊ Cough", "＊ Diarrhea"]
+    assert lines[start + 8] == "＊ Sore throat" and lines[start + 9] == ""
+    body = (
+        "<w:p><w:r><w:t>First line</w:t><w:br/><w:t>second line</w:t><w:cr/>"
+        '<w:t>third</w:t><w:br w:type="page"/><w:t>next page</w:t></w:r></w:p>'
+    )
+    result = DocxConverter().convert(_docx_parts(body, "", ""))
+    assert result.markdown.strip().split("\n") == [
+        "First line", "second line", "third", "next page"
+    ]  # fmt: skip
+    assert result.line_pages[:4] == [1, 1, 1, 2]
