@@ -371,7 +371,7 @@ def _is_page_number(block: Block, blocks: list[Block], height: float) -> bool:
     margin; "Page 2 of 8" anywhere in the page's top or bottom eighth."""
     if len(block.lines) != 1 or not PAGE_NUMBER.match(block.lines[0].text):
         return False
-    if block.box[1] < 0.07 * height or block.box[3] > 0.93 * height:
+    if _in_margin(block.box, height):
         return True
     if NAMED_PAGE_NUMBER.match(block.lines[0].text) and (
         block.box[3] < 0.125 * height or block.box[1] > 0.875 * height
@@ -384,6 +384,25 @@ def _is_page_number(block: Block, blocks: list[Block], height: float) -> bool:
     )
 
 
+def _in_margin(box: Box, height: float) -> bool:
+    return box[1] < 0.07 * height or box[3] > 0.93 * height
+
+
+def _margin_number(line: Line, height: float) -> bool:
+    """A page number in the top or bottom margin that shares its block with other
+    text (a footer line): one number, or two facing pages' ("208 209", a spread
+    printed on one sheet)."""
+    if not _in_margin(line.box, height):
+        return False
+    numbers = line.text.split()
+    facing = (
+        len(numbers) == 2
+        and all(n.isdigit() and len(n) <= 4 for n in numbers)
+        and int(numbers[1]) == int(numbers[0]) + 1
+    )
+    return facing or bool(PAGE_NUMBER.match(line.text))
+
+
 def drop_furniture(blocks: list[Block], height: float, keys: set[tuple[str, int]]) -> int:
     """Remove running headers/footers and page numbers in place; return how many lines."""
     before = [list(b.lines) for b in blocks]
@@ -393,7 +412,11 @@ def drop_furniture(blocks: list[Block], height: float, keys: set[tuple[str, int]
         kept = (
             []
             if block in numbers
-            else [ln for ln in block.lines if _furniture_key(ln, block, height) not in keys]
+            else [
+                ln
+                for ln in block.lines
+                if _furniture_key(ln, block, height) not in keys and not _margin_number(ln, height)
+            ]
         )
         dropped += len(block.lines) - len(kept)
         block.lines = kept

@@ -600,7 +600,8 @@ class PdfConverter:
     # lines in a fixed-width font (where the body is not) are fenced code, line by line;
     # 1.7: a line back at the edge after a hanging indent starts a paragraph, notes in
     # smaller type under a borderless table's row stay in the table, wrapped lines of
-    # right-to-left text are one paragraph, "Page n of m" near the top or foot is furniture
+    # right-to-left text are one paragraph, "Page n of m" near the top or foot and facing
+    # pages' numbers in a margin are furniture
     version = "1.7.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -279,6 +279,14 @@ def test_page_n_of_m_near_the_top_or_foot_is_no_body_text():
     assert "\nPage 2 of 8\n" in PdfConverter().convert(_pdf(draw)).markdown
 
 
+def test_facing_page_numbers_in_a_footer_are_no_body_text():
+    """The legal-aid annex prints two pages on one sheet: MuPDF reads their numbers
+    "208" and "209" as one line of the footer's block."""
+    markdown = convert("docling/pdf/table_mislabeled_as_picture.pdf").markdown
+    assert "208" not in markdown and "209" not in markdown
+    assert "\nGlobal Study on Legal Aid — Global Report Annex" in markdown
+
+
 def test_paragraph_page_attribution():
     result = convert("py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf")
     pages = sorted({p for p in result.line_pages})
