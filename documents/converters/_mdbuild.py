@@ -39,6 +39,15 @@ def markdown_link(text: str, url: str) -> str:
     return f"[{_link_label(text)}]({target.translate(_URL_UNSAFE)})"
 
 
+def markdown_image(alt: str, name: str, extension: str = "") -> str:
+    """``![alt](name.extension)`` for a picture's description. The destination is the
+    shape's name cut to word characters ("Picture 4" -> ``Picture4``): one token
+    CommonMark reads whole (a space would leave the line as text), never a path."""
+    target = re.sub(r"\W", "", name) or "image"
+    extension = re.sub(r"\W", "", extension)
+    return f"![{_link_label(clean_inline(alt))}]({target}{'.' + extension if extension else ''})"
+
+
 def markdown_link_lines(pieces: list[str], url: str) -> list[str]:
     """A link whose text runs over several Markdown lines (a page break inside it,
     each line on its own page): ``[`` before its text on the first line, ``](url)``

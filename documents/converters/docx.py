@@ -23,6 +23,7 @@ from documents.converters._mdbuild import (
     MarkdownBuilder,
     clean_inline,
     escape_line_start,
+    markdown_image,
     markdown_link_lines,
     table_lines,
 )
@@ -134,7 +135,7 @@ class _Walker:
             elif name == "docPr":
                 alt = (_attr(c, "descr") or "").strip()
                 if alt:
-                    self._text(para, f" ![{clean_inline(alt)}]({_attr(c, 'name') or 'image'}) ")
+                    self._text(para, f" {markdown_image(alt, _attr(c, 'name') or '')} ")
             else:
                 self._collect(c, para)
 
@@ -361,7 +362,8 @@ class DocxConverter:
     # 1.3: equations in linear notation between $ (inline) or $$ (displayed), list items
     # and numbered headings with the numbers Word shows, hyperlinks as [text](address);
     # 1.4: a link cut by a rendered page break is one link over its two lines, a line
-    # break (w:br, w:cr) inside a paragraph starts a line of its own
+    # break (w:br, w:cr) inside a paragraph starts a line of its own, a picture's name is
+    # cut to word characters as PPTX's are (a space made the image Markdown plain text)
     version = "1.4.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import logging
-import re
 
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
@@ -24,6 +23,7 @@ from documents.converters._mdbuild import (
     MarkdownBuilder,
     clean_inline,
     escape_line_start,
+    markdown_image,
     markdown_link,
     table_lines,
 )
@@ -187,12 +187,12 @@ def _picture(md: MarkdownBuilder, shape: object, slide_no: int) -> None:
             alt = clean_inline(el.get("descr") or "")
             break
     if alt:
-        name = re.sub(r"\W", "", shape.name or "") or "image"
+        extension = ""
         try:
-            name += "." + shape.image.ext
+            extension = shape.image.ext
         except Exception:  # missing blip, dangling or external relationship: no image part
             log.debug("picture without a readable image on slide %s", slide_no)
-        md.line(f"![{alt}]({name})", slide_no)
+        md.line(markdown_image(alt, shape.name or "", extension), slide_no)
         md.blank(slide_no)
 
 
@@ -224,8 +224,8 @@ class PptxConverter:
 
     name = "pptx-markdown"
     # 1.1: paragraphs, inherited bullets, line breaks, comments; 1.2: hidden slides marked;
-    # 1.3: hyperlinks as [text](address)
-    version = "1.3.0"
+    # 1.3: hyperlinks as [text](address); 1.4: brackets in a picture's description escaped
+    version = "1.4.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         check_zip(data)

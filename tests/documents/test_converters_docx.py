@@ -549,3 +549,17 @@ def test_a_line_break_inside_a_paragraph_starts_a_line_of_its_own():
         "First line", "second line", "third", "next page"
     ]  # fmt: skip
     assert result.line_pages[:4] == [1, 1, 1, 2]
+
+
+def test_a_picture_s_description_is_an_image_markdown_reads():
+    """markitdown's test.docx names its picture "图片 1": a destination with a space
+    would leave the line as text, so the name keeps its word characters only."""
+    markdown = convert("markitdown/test_files/test.docx").markdown
+    assert "![图形用户界面, 文本, 应用程序, 信件 AI 生成的内容可能不正确。](图片1)" in markdown
+    rendered = MarkdownIt("commonmark").render(markdown)
+    assert '<img src="%E5%9B%BE%E7%89%871" alt="图形用户界面' in rendered
+    picture = '<wp:docPr xmlns:wp="urn:wp" name="Chart (main) 2" descr="a [b] c"/>'
+    body = f"<w:p><w:r><w:drawing>{picture}</w:drawing></w:r></w:p>"
+    assert DocxConverter().convert(_docx_parts(body, "", "")).markdown.strip() == (
+        "![a \\[b\\] c](Chartmain2)"
+    )
