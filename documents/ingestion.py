@@ -416,7 +416,9 @@ def _vectors_reuse(file_id: str, markdown: DocumentMarkdown) -> int:
     if reused:
         logger.info("reused %d vectors of earlier conversions for %s", reused, file_id)
         done = Chunk.objects.filter(markdown=markdown, embedding__isnull=False).count()
-        File.objects.filter(pk=file_id).update(progress_done=done, updated_at=timezone.now())
+        File.objects.filter(pk=file_id, status=FileStatus.EMBEDDING).update(
+            progress_done=done, lease_expires_at=_lease(), updated_at=timezone.now()
+        )
     return reused
 
 

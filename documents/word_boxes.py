@@ -128,10 +128,11 @@ def words_pack(pages: Sequence[Sequence[Sequence]]) -> bytes:
 
 def words_unpack(packed: bytes) -> Sequence[Sequence[Sequence]]:
     """Pages of ``[x0, y0, x1, y1, text]`` words; ``ValueError`` if ``packed`` is not
-    whole and consistent (it comes from the sandbox child, which reads hostile files)."""
+    whole and consistent or inflates past ``UNPACKED_LIMIT`` (it comes from the
+    sandbox child, which reads hostile files)."""
     if not packed.startswith(_PACKED):
-        return json.loads(zlib.decompress(packed))
-    body = zlib.decompress(packed[len(_PACKED) :])
+        return _legacy_pages(json.loads(_inflate(packed)))
+    body = _inflate(packed[len(_PACKED) :])
     try:
         counts_size, texts_size = _SIZES.unpack_from(body)
     except struct.error as error:
@@ -153,6 +154,38 @@ def words_unpack(packed: bytes) -> Sequence[Sequence[Sequence]]:
     ):
         raise ValueError("packed words do not add up")
     return _PackedPages(counts, texts, boxes)
+
+
+# the most a packing may inflate to: ~10 million words (~100,000 dense pages)
+UNPACKED_LIMIT = 256 * 1024 * 1024
+
+
+def _inflate(data: bytes) -> bytes:
+    inflater = zlib.decompressobj()
+    body = inflater.decompress(data, UNPACKED_LIMIT)
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ValueError("packed words inflate past the limit or are cut short")
+    return body
+
+
+def _legacy_pages(pages: object) -> list[list[list]]:
+    """The JSON packing (before ``words/2``), checked word by word like the new one."""
+    if not isinstance(pages, list) or not all(isinstance(page, list) for page in pages):
+        raise ValueError("packed words are not pages of words")
+    checked = []
+    for page in pages:
+        words = []
+        for word in page:
+            if not (
+                isinstance(word, list)
+                and len(word) >= 5
+                and all(type(v) in (int, float) for v in word[:4])
+                and isinstance(word[4], str)
+            ):
+                raise ValueError("packed words are not pages of words")
+            words.append(word[:5])
+        checked.append(words)
+    return checked
 
 
 class _PackedPages(Sequence):

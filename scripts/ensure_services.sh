@@ -33,3 +33,9 @@ if [ ! -x /usr/bin/chromium ]; then
   echo "installing chromium from Debian's packages (browser tests)"
   as_root apt-get update -qq && as_root apt-get install -y -qq chromium >/dev/null
 fi
+
+# a font with Hebrew and Arabic letters, for the PDFs the converter tests draw
+if [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then
+  echo "installing fonts-dejavu-core from Debian's packages (converter tests)"
+  as_root apt-get update -qq && as_root apt-get install -y -qq fonts-dejavu-core >/dev/null
+fi

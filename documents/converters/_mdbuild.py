@@ -16,12 +16,14 @@ from documents.converters.base import SourceSpan
 Box = tuple[float, float, float, float]
 
 _LEADING_MARKUP = re.compile(
-    r"^(\s*)(#{1,6}(?=\s|$)|>|[-+*](?=\s)|\d{1,9}[.)](?=\s)|=+\s*$|-{3,}\s*$)"
+    r"^(\s*)(#{1,6}(?=\s|$)|>|[-+*](?=\s)|\d{1,9}[.)](?=\s)|=+\s*$|-{3,}\s*$"
+    r"|`{3,}|~{3,}|<(?=[A-Za-z/!?]))"
 )
 
 
 def escape_line_start(text: str) -> str:
-    """Keep body text from being read as a heading/list/quote by Markdown."""
+    """Keep body text from being read as a heading/list/quote by Markdown, or as a
+    code fence or HTML block, which would swallow the headings after it."""
     return _LEADING_MARKUP.sub(lambda m: m.group(1) + "\\" + m.group(2), text, count=1)
 
 

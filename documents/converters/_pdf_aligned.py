@@ -154,6 +154,7 @@ def _table_from(
     labels: float | None = None  # where the row labels start, once a row has one
     overlapped, bottom = False, header.line.box[3]
     notes: set[int] = set()  # body rows that are notes under the row above
+    last_row: _Row | None = None  # the last body row that is no note
     for index in range(first + 1, len(rows)):
         row = rows[index]
         if index in consumed:
@@ -174,23 +175,31 @@ def _table_from(
         if placed and placed[0] is None and row.cells[0].x1 < columns[0].x0 - COLUMN_TOLERANCE:
             placed[0] = _STUB  # a row label, left of every named column
             labels = row.cells[0].x0 if labels is None else min(labels, row.cells[0].x0)
-        if None in placed or len(set(placed)) != len(placed):
-            note = _note_column(row, header, columns) if body else None
-            if note is None:
-                break
+        note = _note_column(row, last_row, columns) if last_row is not None else None
+        if note is not None:
             notes.add(len(body))
             placed = [note]
+        elif None in placed or len(set(placed)) != len(placed):
+            break
         else:
             pitch = gap if pitch is None else min(pitch, gap)
+            last_row = row
         body.append((row, placed))
         taken.add(index)
         previous, bottom = row.centre_y, row.line.box[3]
-    while body and (body[-1][1] == [_STUB] or notes == {len(body) - 1}):
-        # a lone label under the table is text after it, and so is a note no row
-        # before it has (a caption)
-        notes.discard(len(body) - 1)
+    while body and body[-1][1] == [_STUB]:  # a lone label under the table is text after it
         body.pop()
         taken.remove(max(taken))
+    # notes after the last row are the table's only where rows before have notes too
+    # (each film's runtime under its title); else they are text after it (a caption)
+    trailing = 0
+    while trailing < len(body) and len(body) - 1 - trailing in notes:
+        trailing += 1
+    if trailing and len(notes) == trailing:
+        for _ in range(trailing):
+            notes.discard(len(body) - 1)
+            body.pop()
+            taken.remove(max(taken))
     rows_proper = [entry for k, entry in enumerate(body) if k not in notes]
     if len(rows_proper) < MIN_BODY_ROWS and (overlapped or not _one_full_row(header, rows_proper)):
         return None, set()
@@ -228,11 +237,11 @@ def _table_from(
     return RuledTable(bbox=(edges[0], top, edges[-1], bottom), rows=table_rows), taken
 
 
-def _note_column(row: _Row, header: _Row, columns: list[_Cell]) -> int | None:
+def _note_column(row: _Row, above: _Row, columns: list[_Cell]) -> int | None:
     """The column a note under a table row starts in: one run of text in smaller
-    type than the header, running on over the next columns ("(Runtime: 142 min);
-    Holiday Season Premium" under a film's title). None if ``row`` is no note."""
-    if len(row.cells) != 1 or row.line.size >= 0.9 * header.line.size:
+    type than the row ``above`` it, running on over the next columns ("(Runtime: 142
+    min); Holiday Season Premium" under a film's title). None if ``row`` is no note."""
+    if len(row.cells) != 1 or row.line.size >= 0.9 * above.line.size:
         return None
     start = row.cells[0]
     return _column_of(_Cell((start.x0, start.box[1], start.x0 + 1, start.box[3])), columns)

@@ -70,6 +70,7 @@ LAM_ALEF_VISUAL = re.compile("[\u0622\u0623\u0625\u0627\u0671]\u0644")
 WHITESPACE_RUN = re.compile(r"\s+")
 UNMAPPED_RUN = re.compile("\ufffd+")  # U+FFFD: MuPDF's stand-in for an unmapped glyph
 PAGE_NUMBER = re.compile(r"^\W*(page\s*)?(\d{1,4}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
+MARGIN_NUMBER = re.compile(r"^\W*(page\s*)?\d{1,4}(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
 NAMED_PAGE_NUMBER = re.compile(r"^\W*page\s*\d{1,4}\s*(of|/)\s*\d{1,4}\W*$", re.I)
 
 
@@ -388,19 +389,23 @@ def _in_margin(box: Box, height: float) -> bool:
     return box[1] < 0.07 * height or box[3] > 0.93 * height
 
 
-def _margin_number(line: Line, height: float) -> bool:
-    """A page number in the top or bottom margin that shares its block with other
-    text (a footer line): one number, or two facing pages' ("208 209", a spread
-    printed on one sheet)."""
-    if not _in_margin(line.box, height):
+def _margin_number(line: Line, block: Block, height: float) -> bool:
+    """A page number sharing a block that lies wholly in the top or bottom margin
+    with a footer's text: digits ("12", "Page 3 of 8"), or two facing pages'
+    numbers set far apart ("208" and "209" at a spread's two outer corners)."""
+    top, bottom = 0.07 * height, 0.93 * height
+    if not (block.box[3] <= top or block.box[1] >= bottom):
         return False
-    numbers = line.text.split()
-    facing = (
+    if MARGIN_NUMBER.match(line.text):
+        return True
+    numbers = [line.text[start:end].strip() for start, end, _box in line.parts]
+    numbers = [n for n in numbers if n]
+    return (
         len(numbers) == 2
         and all(n.isdigit() and len(n) <= 4 for n in numbers)
         and int(numbers[1]) == int(numbers[0]) + 1
+        and line.box[2] - line.box[0] > 20 * line.size  # the corners of a spread
     )
-    return facing or bool(PAGE_NUMBER.match(line.text))
 
 
 def drop_furniture(blocks: list[Block], height: float, keys: set[tuple[str, int]]) -> int:
@@ -415,7 +420,8 @@ def drop_furniture(blocks: list[Block], height: float, keys: set[tuple[str, int]
             else [
                 ln
                 for ln in block.lines
-                if _furniture_key(ln, block, height) not in keys and not _margin_number(ln, height)
+                if _furniture_key(ln, block, height) not in keys
+                and not _margin_number(ln, block, height)
             ]
         )
         dropped += len(block.lines) - len(kept)

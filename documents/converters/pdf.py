@@ -228,10 +228,13 @@ def _indented(line: Line, left: float) -> bool:
     return line.box[0] > left + 0.8 * line.size
 
 
-def _new_paragraph(prev: Line, line: Line, following: Line | None, block: Block) -> bool:
+def _new_paragraph(
+    prev: Line, line: Line, following: Line | None, block: Block, first: Line
+) -> bool:
     """Inside one block: a first-line indent (not a hanging one), a short sentence end,
     or a line back at the edge after the last line of a hanging indent (run-in items
-    numbered "1 Title." with their text indented under the title)."""
+    numbered "1 Title." with their text indented under the title); ``first`` is the
+    first line of the paragraph ``prev`` ends."""
     left = block.box[0]
     indent = (
         _indented(line, left)
@@ -242,6 +245,8 @@ def _new_paragraph(prev: Line, line: Line, following: Line | None, block: Block)
     # a hanging indent's last line need not be short: it only stops before the edge
     hanging_ended = (
         prev.box[2] < block.box[2] - 2 * prev.size
+        and prev is not first
+        and not _indented(first, left)
         and _indented(prev, left)
         and not _indented(line, left)
     )
@@ -310,8 +315,12 @@ def _groups(
             groups.append(("li", 0, [line]))
         elif kind == "li" and not gap and _continues_item(prev, line, last[2][0], block):
             last[2].append(line)
-        elif kind in ("p", "pc") and not gap and not _new_paragraph(prev, line, following, block):
-            if prev.box[2] < block.box[2] - 0.15 * (block.box[2] - block.box[0]):
+        elif (
+            kind in ("p", "pc")
+            and not gap
+            and not _new_paragraph(prev, line, following, block, last[2][0])
+        ):
+            if _ragged(prev, lines, block):
                 groups.append(("pc", 0, [line]))  # a ragged line (address, receipt): keep it a line
             else:
                 last[2].append(line)
@@ -484,10 +493,12 @@ def _emit_table(md: MarkdownBuilder, words: _PageWords, page_no: int, table: Rul
     return 1
 
 
-def _continues(prev: tuple, group: tuple) -> bool:
+def _continues(prev: tuple, group: tuple, blocks: list[Block]) -> bool:
     """A paragraph PyMuPDF split into two blocks: same column, no gap, lowercase
     start; in right-to-left script, which has no case (MuPDF gives each wrapped
-    line of Arabic a block of its own), the same right edge and type size."""
+    line of Arabic a block of its own), a row before that runs to the column's far
+    end (the column: the page's ``blocks`` sharing the right edge) without a
+    sentence's end, and the same right edge and type size."""
     if prev[0] not in ("p", "pc", "li") or group[0] != "p":
         return False
     last, first = prev[2][-1], group[2][0]
@@ -495,8 +506,20 @@ def _continues(prev: tuple, group: tuple) -> bool:
     if not -1 <= gap <= 0.8 * max(last.height, 1):
         return False
     if _right_to_left(last.text) and _right_to_left(first.text):
-        right = abs(_row_right(group[2], first) - _row_right(prev[2], last)) <= 2
-        return right and abs(first.size - last.size) <= 0.1 * max(last.size, 1)
+        # the row before runs to the column's far (left) end without a sentence's end,
+        # and the next starts at the same right edge, in the same type
+        right = _row_edge(prev[2], last, max, 2)
+        left = min(
+            (b.box[0] for b in blocks if b.table is None and abs(b.box[2] - right) <= 2),
+            default=min(ln.box[0] for ln in prev[2]),
+        )
+        wrapped = _row_edge(prev[2], last, min, 0) <= left + 0.15 * (right - left)
+        return (
+            wrapped
+            and not last.text.rstrip().endswith((*_SENTENCE_END, "؟", "۔"))
+            and abs(_row_edge(group[2], first, max, 2) - right) <= 2
+            and abs(first.size - last.size) <= 0.1 * max(last.size, 1)
+        )
     return (
         first.box[0] >= prev[2][0].box[0] - 2
         and first.box[0] <= last.box[2]
@@ -504,14 +527,30 @@ def _continues(prev: tuple, group: tuple) -> bool:
     )
 
 
-def _row_right(lines: list[Line], line: Line) -> float:
-    """Where the row ``line`` is set in ends on the right (MuPDF may cut a row of
-    right-to-left text into lines at a run of Latin letters)."""
-    return max(ln.box[2] for ln in lines if ln.box[1] < line.box[3] and ln.box[3] > line.box[1])
+def _row_edge(lines: list[Line], line: Line, pick: Callable, side: int) -> float:
+    """An edge (``side`` 0: left, 2: right; ``pick`` min or max) of the row ``line``
+    is set in (MuPDF may cut a row of right-to-left text into lines at Latin words)."""
+    return pick(ln.box[side] for ln in lines if ln.box[1] < line.box[3] and ln.box[3] > line.box[1])
+
+
+def _ragged(prev: Line, lines: list[Line], block: Block) -> bool:
+    """``prev`` ends its row well short of the block's far edge (an address, a
+    receipt): the line after it is a line of its own. The far edge is the left one
+    in right-to-left script, where a row MuPDF cut into lines counts whole."""
+    width = block.box[2] - block.box[0]
+    if _right_to_left(prev.text):
+        return _row_edge(lines, prev, min, 0) > block.box[0] + 0.15 * width
+    return prev.box[2] < block.box[2] - 0.15 * width
+
+
+# letters of right-to-left scripts: Hebrew, Arabic, Syriac, Thaana, N'Ko, and their forms
+_RIGHT_TO_LEFT_LETTER = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 
 
 def _right_to_left(text: str) -> bool:
     """Most of the line's letters are of a right-to-left script (Arabic, Hebrew)."""
+    if not _RIGHT_TO_LEFT_LETTER.search(text):
+        return False  # most lines: one scan in C
     letters = [unicodedata.bidirectional(ch) for ch in text if ch.isalpha()]
     return bool(letters) and 2 * sum(kind in ("R", "AL") for kind in letters) > len(letters)
 
@@ -560,7 +599,7 @@ def _page_groups(
             continue
         for group in _groups(block, level_of, code):
             if groups and (
-                _continues(groups[-1], group)
+                _continues(groups[-1], group, ordered)
                 or _continues_in_next_column(groups[-1], group)
                 or _same_listing(groups[-1], group)
             ):

@@ -6,6 +6,7 @@ import io
 import json
 import re
 import zipfile
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from markdown_it import MarkdownIt
 
 from documents.converters import ConversionError
 from documents.converters.docx import DocxConverter
+from documents.markdown_structure import MarkdownStructure
 from tests.support.ground_truth import recall
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -563,3 +565,20 @@ def test_a_picture_s_description_is_an_image_markdown_reads():
     assert DocxConverter().convert(_docx_parts(body, "", "")).markdown.strip() == (
         "![a \\[b\\] c](Chartmain2)"
     )
+
+
+@pytest.mark.parametrize("opener", ["```", "~~~", "<!-- draft", "<div>"])
+def test_a_line_that_would_open_a_code_fence_or_html_block_is_text(opener):
+    """After a line break, a line starting with a fence or an HTML opener would make
+    Markdown swallow the document after it, headings too (each chunk's section)."""
+    styles = '<w:style w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>'
+    body = (
+        f"<w:p><w:r><w:t>Before</w:t><w:br/><w:t>{escape(opener)}</w:t></w:r></w:p>"
+        '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>After</w:t></w:r></w:p>'
+        "<w:p><w:r><w:t>Text under the heading.</w:t></w:r></w:p>"
+    )
+    markdown = DocxConverter().convert(_docx_parts(body, "", styles)).markdown
+    assert f"\\{opener}" in markdown.split("\n")
+    structure = MarkdownStructure(markdown)
+    assert [(h.level, h.text) for h in structure.headings] == [(1, "After")]
+    assert {b.kind for b in structure.blocks} <= {"paragraph", "heading"}

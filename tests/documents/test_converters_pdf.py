@@ -145,6 +145,27 @@ def test_wrapped_lines_of_arabic_are_one_paragraph():
     assert paragraphs[3].endswith("على الأداء الشخصي والمهني.")
 
 
+# a font with Hebrew letters (Debian's fonts-dejavu-core; ``make test`` installs it)
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def test_short_lines_of_hebrew_each_a_block_stay_apart():
+    """An address set line by line (MuPDF gives each a block) is no wrapped
+    paragraph: the lines stop far short of the column's left end."""
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_font(fontname="dejavu", fontfile=DEJAVU)
+    font = pymupdf.Font(fontfile=DEJAVU)
+    lines = ["כתובת המשרד", "רחוב הרצל", "", "שלום לכם חברים, זו פסקה חדשה וארוכה יותר מהכתובת."]
+    for row, text in enumerate(lines):
+        visual = text[::-1]  # drawn left to right as the page shows it
+        width = font.text_length(visual, fontsize=11)
+        page.insert_text((500 - width, 100 + 16 * row), visual, fontsize=11, fontname="dejavu")
+    markdown = PdfConverter().convert(document.tobytes()).markdown
+    assert "כתובת המשרד רחוב הרצל" not in markdown
+    assert "כתובת המשרד" in markdown and "רחוב הרצל" in markdown
+
+
 def test_zero_width_arabic_glyphs_other_than_lam_alef_keep_their_order():
     """One glyph carrying a whole word gives zero-width letters after the first one."""
     markdown = convert("py-pdf-sample-files/015-arabic/habibi-rotated.pdf").markdown
@@ -279,6 +300,22 @@ def test_page_n_of_m_near_the_top_or_foot_is_no_body_text():
     assert "\nPage 2 of 8\n" in PdfConverter().convert(_pdf(draw)).markdown
 
 
+def test_numbers_in_a_margin_block_of_text_stay():
+    """Only a block of footer text in the margin loses its page number: a caption
+    over a row of years at the top of a page keeps its years; words that read as
+    Roman numerals ("Civil") are no page numbers there."""
+
+    def draw(page: pymupdf.Page) -> None:
+        page.insert_text((72, 40), "Revenue by year (in thousands)", fontsize=10)
+        page.insert_text((72, 52), "2019 2020", fontsize=10)
+        page.insert_text((72, 810), "Department of", fontsize=10)
+        page.insert_text((72, 822), "Civil", fontsize=10)
+        _body_lines(page, 100, 20)
+
+    markdown = PdfConverter().convert(_pdf(draw)).markdown
+    assert "2019 2020" in markdown and "Civil" in markdown
+
+
 def test_facing_page_numbers_in_a_footer_are_no_body_text():
     """The legal-aid annex prints two pages on one sheet: MuPDF reads their numbers
     "208" and "209" as one line of the footer's block."""
@@ -351,6 +388,9 @@ def test_a_line_back_at_the_edge_ends_a_hanging_indent_but_not_a_first_line_inde
     # a first-line indent: the first line runs to the edge, the next goes on at the left
     indented = _set_lines([(84, full), (72, full), (72, "and ends here.")])
     assert indented == [f"{full} {full} and ends here."]
+    # ragged right: an indented first line that stops short is no hanging indent
+    ragged = _set_lines([(92, full[:60]), (72, full), (72, "and ends here.")])
+    assert "" not in ragged
 
 
 CUT = "and the signed records of each party to this agreement shall stay in the keeping of the"

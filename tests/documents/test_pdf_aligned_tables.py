@@ -233,3 +233,39 @@ def test_a_caption_under_a_table_in_smaller_type_is_text_after_it():
         ["Item", "Quantity", "Price"], ["Bolts", "40", "$4.00"], ["Nuts", "40", "$2.00"]
     ]  # fmt: skip
     assert "\nSource: the warehouse ledger of March and April" in markdown
+
+
+def _table_then(lines: list[tuple[str, float]], header_size: float = 10) -> str:
+    """A three-column table (header in ``header_size``, 10 pt rows), then ``lines``
+    (text, size) one under the other at the left edge, converted."""
+    document = pymupdf.open()
+    page = document.new_page()
+    for x, name in ((72, "Item"), (200, "Quantity"), (300, "Price")):
+        page.insert_text((x, 100), name, fontsize=header_size)
+    for i, values in enumerate([("Bolts", "40", "$4.00"), ("Nuts", "40", "$2.00")]):
+        for x, value in zip((72, 200, 300), values, strict=True):
+            page.insert_text((x, 116 + 14 * i), value, fontsize=10)
+    y = 140.0
+    for text, size in lines:
+        page.insert_text((72, y), text, fontsize=size)
+        y += size + 3
+    return PdfConverter().convert(document.tobytes()).markdown
+
+
+def test_lines_under_a_table_stay_text_after_it():
+    """Under a header set larger than its rows, prose in the rows' type is no note;
+    two caption lines in small type are text after the table, as one caption is."""
+    table = [["Item", "Quantity", "Price"], ["Bolts", "40", "$4.00"], ["Nuts", "40", "$2.00"]]
+    prose = _table_then(
+        [("Prices were checked on the first of May", 10),
+         ("and will be reviewed again in the autumn.", 10)],
+        header_size=12,
+    )  # fmt: skip
+    assert _rows(prose) == table
+    assert "Prices were checked on the first of May and will be reviewed" in prose
+    captions = _table_then(
+        [("Source: the warehouse ledger of March.", 7), ("Note: prices exclude VAT.", 7)]
+    )
+    assert _rows(captions) == table
+    assert "Source: the warehouse ledger of March." in captions
+    assert "Note: prices exclude VAT." in captions

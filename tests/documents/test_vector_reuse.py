@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from documents import ingestion
-from documents.models import Chunk, DocumentMarkdown, File
+from documents.models import Chunk, DataSource, DocumentMarkdown, File
 from retrieval.embedders import default_embedder
+from retrieval.models import VectorDatabase
 from tests import factories
 from tests.support import squad
 
@@ -111,4 +112,26 @@ def test_vectors_are_not_taken_from_another_document_or_another_tenant(corpus, c
     for record in (copy, other):
         chunks = Chunk.objects.filter(file=record).count()
         assert _model_runs(caplog, record) == chunks > 0
+    assert "reused" not in caplog.text
+
+
+def test_vectors_stay_in_their_vector_database(corpus, caplog):
+    """The same document re-pointed at another index of its organisation: its next
+    revision is embedded by the model, not given the other index's vectors."""
+    caplog.set_level(logging.INFO, logger="documents.ingestion")
+    source = factories.data_source()
+    first = _ingest(factories.upload(source, "handbook.md", _handbook(corpus)).file)
+    other = VectorDatabase.objects.create(
+        organization=source.organization,
+        name="second index",
+        embed_model=source.vector_database.embed_model,
+        embed_dimensions=source.vector_database.embed_dimensions,
+    )
+    DataSource.objects.filter(pk=source.pk).update(vector_database=other)
+    source.refresh_from_db()
+    second = _ingest(factories.upload(source, "handbook.md", _handbook(corpus, changed=True)).file)
+    assert second.revision == 2 and second.document_id == first.document_id
+    chunks = Chunk.objects.filter(file=second)
+    assert set(chunks.values_list("vector_database_id", flat=True)) == {other.pk}
+    assert _model_runs(caplog, second) == chunks.count() > 0
     assert "reused" not in caplog.text

@@ -10,7 +10,13 @@ import zlib
 
 import pytest
 
-from documents.word_boxes import DocumentWords, pdf_page_words, words_pack, words_unpack
+from documents.word_boxes import (
+    UNPACKED_LIMIT,
+    DocumentWords,
+    pdf_page_words,
+    words_pack,
+    words_unpack,
+)
 from tests.conftest import CORPUS
 
 PDFS = sorted(p for p in CORPUS.rglob("*.pdf") if "hostile" not in p.relative_to(CORPUS).parts)
@@ -71,3 +77,36 @@ def _packed(counts: object, texts: object, boxes: bytes) -> bytes:
 def test_damaged_packings_are_refused(packed):
     with pytest.raises((ValueError, zlib.error)):
         words_unpack(packed)
+
+
+def _legacy(pages: object) -> bytes:
+    return zlib.compress(json.dumps(pages).encode())
+
+
+@pytest.mark.parametrize(
+    "packed",
+    [
+        pytest.param(_legacy({"a": 1}), id="not-pages"),
+        pytest.param(_legacy([[["x"]]]), id="word-too-short"),
+        pytest.param(_legacy([[[0, 0, "1", 1, "x"]]]), id="box-not-numbers"),
+        pytest.param(_legacy([[[0, 0, 1, 1, 7]]]), id="text-not-text"),
+        pytest.param(_legacy([[[True, 0, 1, 1, "x"]]]), id="box-of-booleans"),
+        pytest.param(_legacy([[0, 0, 1, 1, "x"]]), id="page-of-numbers"),
+        pytest.param(zlib.compress(b"[" * 10)[:-3], id="cut-short"),
+    ],
+)
+def test_damaged_words_of_the_previous_version_are_refused(packed):
+    """A compromised child chooses whether to send the new packing's first bytes:
+    the JSON path is checked as strictly, before any page is used."""
+    with pytest.raises(ValueError):
+        words_unpack(packed)
+
+
+@pytest.mark.parametrize("prefix", [b"words/2\n", b""], ids=["packed", "legacy"])
+def test_a_packing_that_inflates_past_the_limit_is_refused(prefix):
+    """~260 MB of zeros compress to ~250 KB: never inflated in the worker."""
+    inflater = zlib.compressobj(9)
+    bomb = inflater.compress(b"\0" * (UNPACKED_LIMIT + 1024 * 1024)) + inflater.flush()
+    assert len(bomb) < 2 * 1024 * 1024
+    with pytest.raises(ValueError, match="limit"):
+        words_unpack(prefix + bomb)
