@@ -192,7 +192,9 @@ class HtmlConverter:
     """HTML to Markdown; raises ``ConversionError`` for files without readable text."""
 
     name = "html-markdown"
-    version = "1.1.0"  # 1.1: <br> line breaks, <pre> fenced blocks
+    # 1.1: <br> line breaks, <pre> fenced blocks; 1.2: a text line opening a code fence
+    # or an HTML block is escaped
+    version = "1.2.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         try:

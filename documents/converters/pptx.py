@@ -224,7 +224,8 @@ class PptxConverter:
 
     name = "pptx-markdown"
     # 1.1: paragraphs, inherited bullets, line breaks, comments; 1.2: hidden slides marked;
-    # 1.3: hyperlinks as [text](address); 1.4: brackets in a picture's description escaped
+    # 1.3: hyperlinks as [text](address); 1.4: brackets in a picture's description escaped,
+    # a text line opening a code fence or an HTML block escaped
     version = "1.4.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
