@@ -325,8 +325,13 @@ def _marker_line(a: Line, b: Line) -> Line:
 
 
 def _same_row(a: Line, b: Line) -> bool:
+    """``b`` goes on ``a``'s row, to its right; not a title and small print set far
+    apart on one row ("BOOKING ORDER" and its print date): those stay two lines."""
     overlap = min(a.box[3], b.box[3]) - max(a.box[1], b.box[1])
-    return overlap > 0.5 * min(a.height, b.height) and b.box[0] >= a.box[2] - 1
+    if overlap <= 0.5 * min(a.height, b.height) or b.box[0] < a.box[2] - 1:
+        return False
+    small, large = sorted((a.size, b.size))
+    return large <= 1.3 * small or b.box[0] - a.box[2] <= 3 * small
 
 
 def join_row(a: Line, b: Line) -> Line:

@@ -640,7 +640,8 @@ class PdfConverter:
     # 1.7: a line back at the edge after a hanging indent starts a paragraph, notes in
     # smaller type under a borderless table's row stay in the table, wrapped lines of
     # right-to-left text are one paragraph, "Page n of m" near the top or foot and facing
-    # pages' numbers in a margin are furniture
+    # pages' numbers in a margin are furniture, a title and small print far apart on
+    # one row stay two lines
     version = "1.7.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -316,6 +316,15 @@ def test_numbers_in_a_margin_block_of_text_stay():
     assert "2019 2020" in markdown and "Civil" in markdown
 
 
+def test_a_title_beside_small_print_on_its_row_is_a_heading():
+    """The booking order sets "BOOKING ORDER" (16 pt bold) and its print date (8 pt)
+    far apart on one row, in one MuPDF block: the title heads the document and its
+    sections sit under it; the print date is a line of its own."""
+    markdown = convert("markitdown/test_files/movie-theater-booking-2024.pdf").markdown
+    assert headings(markdown)[:3] == [(1, "BOOKING ORDER"), (2, "STARLIGHT CINEMAS"), (2, "Orders")]
+    assert "\nPrint Date 12/15/2024 14:30:22\n" in markdown
+
+
 def test_facing_page_numbers_in_a_footer_are_no_body_text():
     """The legal-aid annex prints two pages on one sheet: MuPDF reads their numbers
     "208" and "209" as one line of the footer's block."""
