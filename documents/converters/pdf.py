@@ -229,12 +229,21 @@ def _indented(line: Line, left: float) -> bool:
 
 
 def _new_paragraph(
-    prev: Line, line: Line, following: Line | None, block: Block, first: Line
+    prev: Line,
+    line: Line,
+    following: Line | None,
+    block: Block,
+    first: Line,
+    *,
+    line_per_sentence: bool = False,
 ) -> bool:
     """Inside one block: a first-line indent (not a hanging one), a short sentence end,
     or a line back at the edge after the last line of a hanging indent (run-in items
     numbered "1 Title." with their text indented under the title); ``first`` is the
-    first line of the paragraph ``prev`` ends."""
+    first line of the paragraph ``prev`` ends. In a block set a sentence per line
+    (:func:`_line_per_sentence`) every sentence's end before a capital is one."""
+    if line_per_sentence and prev.text.rstrip().endswith(_SENTENCE_END) and line.text[:1].isupper():
+        return True
     left = block.box[0]
     indent = (
         _indented(line, left)
@@ -253,6 +262,17 @@ def _new_paragraph(
     return (
         indent or hanging_ended or (short_end and prev.text.rstrip().endswith((".", "!", "?", ":")))
     )
+
+
+def _line_per_sentence(block: Block) -> bool:
+    """Lines set one sentence each, ragged on the right (a list of maxims, a poem):
+    four or more lines, nearly all ending a sentence, most short of the edge."""
+    lines = block.lines
+    if len(lines) < 4:
+        return False
+    ends = sum(ln.text.rstrip().endswith(_SENTENCE_END) for ln in lines)
+    full = sum(ln.box[2] >= block.box[2] - 1 for ln in lines)
+    return ends >= 0.8 * len(lines) and full <= 0.5 * len(lines)
 
 
 def _starts_item(prev: Line | None, line: Line, block: Block, kind: str) -> bool:
@@ -296,6 +316,7 @@ def _groups(
     groups: list[tuple[str, int, list[Line]]] = []
     prev: Line | None = None
     lines = block.lines
+    per_sentence = _line_per_sentence(block)
     for i, line in enumerate(lines):
         level = level_of(line, block)
         kind, last = ("", None) if not groups else (groups[-1][0], groups[-1])
@@ -318,7 +339,9 @@ def _groups(
         elif (
             kind in ("p", "pc")
             and not gap
-            and not _new_paragraph(prev, line, following, block, last[2][0])
+            and not _new_paragraph(
+                prev, line, following, block, last[2][0], line_per_sentence=per_sentence
+            )
         ):
             if _ragged(prev, lines, block):
                 groups.append(("pc", 0, [line]))  # a ragged line (address, receipt): keep it a line
@@ -641,7 +664,7 @@ class PdfConverter:
     # smaller type under a borderless table's row stay in the table, wrapped lines of
     # right-to-left text are one paragraph, "Page n of m" near the top or foot and facing
     # pages' numbers in a margin are furniture, a title and small print far apart on
-    # one row stay two lines
+    # one row stay two lines, a block set a sentence per line keeps its lines apart
     version = "1.7.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -405,6 +405,31 @@ def test_a_line_back_at_the_edge_ends_a_hanging_indent_but_not_a_first_line_inde
 CUT = "and the signed records of each party to this agreement shall stay in the keeping of the"
 
 
+def test_lines_set_a_sentence_each_stay_apart():
+    """The Google Doc sample sets the Zen of Python a maxim per line, ragged right:
+    a maxim that nearly reaches the edge is no wrapped line of the next one."""
+    lines = convert(
+        "py-pdf-sample-files/011-google-doc-document/google-doc-document.pdf"
+    ).markdown.split("\n")
+    for maxim in (
+        "There should be one-- and preferably only one --obvious way to do it.",
+        "Although that way may not be obvious at first unless you're Dutch.",
+        "Now is better than never.",
+        "If the implementation is easy to explain, it may be a good idea.",
+        "Namespaces are one honking great idea -- let's do more of those!",
+    ):
+        assert maxim in lines, maxim
+    # a ragged paragraph where some lines happen to end a sentence stays one
+    prose = [
+        "The board met on Monday. It agreed on the budget for the",
+        "coming year. The treasurer then read out the accounts, which",
+        "showed a surplus. Members voted to carry it forward into the",
+        "next financial year rather than spend it on new equipment for",
+        "the hall and the office.",
+    ]
+    assert _set_lines([(72, text) for text in prose]) == [" ".join(prose)]
+
+
 def _two_pages(first_end: str, second_start: str) -> bytes:
     """A page whose last paragraph ends with ``first_end`` on a full line, then a
     page that opens with ``second_start``."""
