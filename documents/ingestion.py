@@ -391,20 +391,22 @@ def _vectors_reuse(file_id: str, markdown: DocumentMarkdown) -> int:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             """
-            UPDATE documents_chunk AS new SET embedding = old.embedding
+            UPDATE documents_chunk AS new SET embedding = source.embedding
             FROM (
-                SELECT DISTINCT ON (earlier.content_hash) earlier.content_hash, earlier.embedding
+                -- one earlier chunk per text, picked by id (the vectors are not sorted)
+                SELECT DISTINCT ON (earlier.content_hash) earlier.content_hash, earlier.id
                 FROM documents_chunk AS earlier
                 JOIN documents_file AS revision ON revision.id = earlier.file_id
                 WHERE revision.document_id = %(document)s
                     AND earlier.vector_database_id = %(database)s
                     AND earlier.markdown_id <> %(markdown)s
                     AND earlier.embedding IS NOT NULL
-                ORDER BY earlier.content_hash
-            ) AS old
+                ORDER BY earlier.content_hash, earlier.id
+            ) AS earliest
+            JOIN documents_chunk AS source ON source.id = earliest.id
             WHERE new.markdown_id = %(markdown)s
                 AND new.embedding IS NULL
-                AND new.content_hash = old.content_hash
+                AND new.content_hash = earliest.content_hash
             """,
             {
                 "document": File.objects.values_list("document_id", flat=True).get(pk=file_id),
