@@ -394,41 +394,31 @@ def _vectors_reuse(file_id: str, markdown: DocumentMarkdown) -> int:
             UPDATE documents_chunk AS new SET embedding = source.embedding
             FROM (
                 -- one earlier chunk per text, picked by id (the vectors are not sorted)
-                SELECT DISTINCT ON (earlier.content_hash) earlier.content_hash, earlier.id
+                SELECT DISTINCT ON (earlier.vector_database_id, earlier.content_hash)
+                    earlier.vector_database_id, earlier.content_hash, earlier.id
                 FROM documents_chunk AS earlier
                 JOIN documents_file AS revision ON revision.id = earlier.file_id
                 WHERE revision.document_id = %(document)s
-                    AND earlier.vector_database_id = %(database)s
                     AND earlier.markdown_id <> %(markdown)s
                     AND earlier.embedding IS NOT NULL
-                ORDER BY earlier.content_hash, earlier.id
+                ORDER BY earlier.vector_database_id, earlier.content_hash, earlier.id
             ) AS earliest
             JOIN documents_chunk AS source ON source.id = earliest.id
             WHERE new.markdown_id = %(markdown)s
                 AND new.embedding IS NULL
+                AND new.vector_database_id = earliest.vector_database_id
                 AND new.content_hash = earliest.content_hash
             """,
             {
                 "document": File.objects.values_list("document_id", flat=True).get(pk=file_id),
                 "markdown": markdown.pk,
-                "database": _database_of(markdown),
             },
         )
         reused = cursor.rowcount
     if reused:
         logger.info("reused %d vectors of earlier conversions for %s", reused, file_id)
-        done = Chunk.objects.filter(markdown=markdown, embedding__isnull=False).count()
-        File.objects.filter(pk=file_id, status=FileStatus.EMBEDDING).update(
-            progress_done=done, lease_expires_at=_lease(), updated_at=timezone.now()
-        )
+        _embed_progress_save(file_id, markdown)
     return reused
-
-
-def _database_of(markdown: DocumentMarkdown) -> object:
-    """The vector database the draft's chunks are indexed in."""
-    return (
-        Chunk.objects.filter(markdown=markdown).values_list("vector_database_id", flat=True).first()
-    )
 
 
 def file_embed_share(*, file_id: str, markdown_id: str, sharing: int = 2) -> int:
@@ -511,11 +501,16 @@ def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool, sharin
         embedded - started,
         time.perf_counter() - embedded,
     )
+    _embed_progress_save(file_id, markdown)
+    return True
+
+
+def _embed_progress_save(file_id: str, markdown: DocumentMarkdown) -> None:
+    """Chunks with a vector so far, as the file's progress, with a renewed lease."""
     done = Chunk.objects.filter(markdown=markdown, embedding__isnull=False).count()
     File.objects.filter(pk=file_id, status=FileStatus.EMBEDDING).update(
         progress_done=done, lease_expires_at=_lease(), updated_at=timezone.now()
     )
-    return True
 
 
 def _batch_size(file_id: str, *, sharing: int) -> int:

@@ -35,10 +35,10 @@ def markdown_link(text: str, url: str) -> str:
     """``[text](url)`` for a link whose target a reader can follow (web or mail);
     the text alone for anything else (a file path, a script, a document-internal
     anchor), so the address is kept where it is worth keeping and never runs code."""
-    target = clean_inline(url)
-    if not text.strip() or not target.lower().startswith(_LINK_SCHEMES):
+    target = _link_target(url)
+    if not text.strip() or target is None:
         return text
-    return f"[{_link_label(text)}]({target.translate(_URL_UNSAFE)})"
+    return f"[{_link_label(text)}]({target})"
 
 
 def markdown_image(alt: str, name: str, extension: str = "") -> str:
@@ -57,14 +57,20 @@ def markdown_link_lines(pieces: list[str], url: str) -> list[str]:
     pieces as they are for a link not worth keeping (see :func:`markdown_link`)."""
     if len(pieces) == 1:
         return [markdown_link(pieces[0], url)]
-    target = clean_inline(url)
+    target = _link_target(url)
     filled = [i for i, piece in enumerate(pieces) if piece.strip()]
-    if not filled or not target.lower().startswith(_LINK_SCHEMES):
+    if not filled or target is None:
         return pieces
     linked = [_link_label(piece) for piece in pieces]
     linked[filled[0]] = "[" + linked[filled[0]]
-    linked[filled[-1]] += f"]({target.translate(_URL_UNSAFE)})"
+    linked[filled[-1]] += f"]({target})"
     return linked
+
+
+def _link_target(url: str) -> str | None:
+    """The address as a link's destination; None for one not worth keeping."""
+    target = clean_inline(url)
+    return target.translate(_URL_UNSAFE) if target.lower().startswith(_LINK_SCHEMES) else None
 
 
 def _link_label(text: str) -> str:

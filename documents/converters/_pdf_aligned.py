@@ -192,14 +192,12 @@ def _table_from(
         taken.remove(max(taken))
     # notes after the last row are the table's only where rows before have notes too
     # (each film's runtime under its title); else they are text after it (a caption)
-    trailing = 0
-    while trailing < len(body) and len(body) - 1 - trailing in notes:
-        trailing += 1
-    if trailing and len(notes) == trailing:
-        for _ in range(trailing):
-            notes.discard(len(body) - 1)
+    rows_end = max((k for k in range(len(body)) if k not in notes), default=-1) + 1
+    if notes and min(notes) >= rows_end:
+        for _ in range(len(body) - rows_end):
             body.pop()
             taken.remove(max(taken))
+        notes.clear()
     rows_proper = [entry for k, entry in enumerate(body) if k not in notes]
     if len(rows_proper) < MIN_BODY_ROWS and (overlapped or not _one_full_row(header, rows_proper)):
         return None, set()

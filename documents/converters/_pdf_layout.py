@@ -390,16 +390,20 @@ def _is_page_number(block: Block, blocks: list[Block], height: float) -> bool:
     )
 
 
-def _in_margin(box: Box, height: float) -> bool:
-    return box[1] < 0.07 * height or box[3] > 0.93 * height
+def _in_margin(box: Box, height: float, *, wholly: bool = False) -> bool:
+    """``box`` reaches into (or, ``wholly``, lies inside) the top or bottom 7 % of
+    the page."""
+    top, bottom = 0.07 * height, 0.93 * height
+    if wholly:
+        return box[3] <= top or box[1] >= bottom
+    return box[1] < top or box[3] > bottom
 
 
 def _margin_number(line: Line, block: Block, height: float) -> bool:
     """A page number sharing a block that lies wholly in the top or bottom margin
     with a footer's text: digits ("12", "Page 3 of 8"), or two facing pages'
     numbers set far apart ("208" and "209" at a spread's two outer corners)."""
-    top, bottom = 0.07 * height, 0.93 * height
-    if not (block.box[3] <= top or block.box[1] >= bottom):
+    if not _in_margin(block.box, height, wholly=True):
         return False
     if MARGIN_NUMBER.match(line.text):
         return True

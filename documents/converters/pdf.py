@@ -528,7 +528,7 @@ def _continues(prev: tuple, group: tuple, blocks: list[Block]) -> bool:
     gap = first.box[1] - last.box[3]
     if not -1 <= gap <= 0.8 * max(last.height, 1):
         return False
-    if _right_to_left(last.text) and _right_to_left(first.text):
+    if _mostly_right_to_left(last.text) and _mostly_right_to_left(first.text):
         # the row before runs to the column's far (left) end without a sentence's end,
         # and the next starts at the same right edge, in the same type
         right = _row_edge(prev[2], last, max, 2)
@@ -561,7 +561,7 @@ def _ragged(prev: Line, lines: list[Line], block: Block) -> bool:
     receipt): the line after it is a line of its own. The far edge is the left one
     in right-to-left script, where a row MuPDF cut into lines counts whole."""
     width = block.box[2] - block.box[0]
-    if _right_to_left(prev.text):
+    if _mostly_right_to_left(prev.text):
         return _row_edge(lines, prev, min, 0) > block.box[0] + 0.15 * width
     return prev.box[2] < block.box[2] - 0.15 * width
 
@@ -570,7 +570,7 @@ def _ragged(prev: Line, lines: list[Line], block: Block) -> bool:
 _RIGHT_TO_LEFT_LETTER = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 
 
-def _right_to_left(text: str) -> bool:
+def _mostly_right_to_left(text: str) -> bool:
     """Most of the line's letters are of a right-to-left script (Arabic, Hebrew)."""
     if not _RIGHT_TO_LEFT_LETTER.search(text):
         return False  # most lines: one scan in C
