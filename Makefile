@@ -39,4 +39,4 @@ bench: install
 	$(PY) bench/run.py
 
 clean:
-	rm -rf var/test-media var/test-broker-* test-artifacts
+	rm -rf var/test-media var/test-broker-* var/test-audit-heads-* test-artifacts

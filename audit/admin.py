@@ -11,7 +11,7 @@ from documents.admin_scoping import EvidenceAdmin
 @admin.register(EvidenceEntry)
 class EvidenceEntryAdmin(EvidenceAdmin):
     organization_path = "organization_id"
-    list_display = ["seq", "record_table", "record_id", "entry_hash", "created_at"]
+    list_display = ["seq", "record_table", "record_id", "entry_hash", "key_id", "created_at"]
     list_filter = ["record_table"]
     search_fields = ["=record_id", "=entry_hash"]
     date_hierarchy = "created_at"

@@ -4,6 +4,12 @@ Appends take a transaction-scoped advisory lock, so concurrent writers queue
 up and the chain stays linear. Each entry hashes the record's canonical
 content as read back from the database, so verification compares like with
 like years later.
+
+Entries are keyed (HMAC-SHA256 with a secret kept outside the database, see
+audit/keys.py), so someone who can only write to the database cannot recompute
+the chain after editing a record. Entries made before the key existed keep their
+plain SHA-256; a keyed "seal" entry chains them under the key, and no unkeyed
+entry may follow a keyed one.
 """
 
 from __future__ import annotations
@@ -15,14 +21,18 @@ import json
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.apps import apps
+from django.conf import settings
 from django.db import connection, models, transaction
+from django.utils import timezone
 
+from audit.keys import UNKEYED, AuditKey, audit_key, audit_keyring, digest
 from audit.models import EvidenceEntry
 
 GENESIS = "0" * 64
-_LOCK_KEY = 0x50524F56  # "PROV": one lock id for every writer of the chain
+CHAIN_LOCK_KEY = 0x50524F56  # "PROV": one lock id for every writer of the chain
 
 # tables whose rows are evidence, in the order a verifier reports them
 CHAINED_MODELS = (
@@ -31,7 +41,15 @@ CHAINED_MODELS = (
     "citations.QuotedSource",
     "citations.ClaimCitation",
     "citations.RagTrace",
+    "citations.ModelCall",
+    "citations.ClaimCheck",
+    "citations.ReasoningStep",
+    "citations.StepSourceAttribution",
+    "citations.StepClaim",
     "audit.DocumentEvent",
+    "evaluation.EvaluationRun",
+    "evaluation.EvaluationItem",
+    "evaluation.EvaluationOutcome",
 )
 
 
@@ -49,8 +67,24 @@ def canonical(record: models.Model) -> bytes:
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def _entry_hash(prev: str, table: str, record_id: str, content_hash: str) -> str:
-    return hashlib.sha256(f"{prev}|{table}|{record_id}|{content_hash}".encode()).hexdigest()
+# the record of a seal entry: the unkeyed entries before it, chained under the key
+SEAL_TABLE = "audit_key_seal"
+
+
+def entry_hash(
+    prev: str, table: str, record_id: str, content_hash: str, key: AuditKey | None
+) -> str:
+    """The link's hash: keyed with ``key``, or plain SHA-256 for a legacy entry."""
+    return digest(f"{prev}|{table}|{record_id}|{content_hash}".encode(), key)
+
+
+def seal_content_hash(prev: str) -> str:
+    return hashlib.sha256(f"seal|{prev}".encode()).hexdigest()
+
+
+def _lock_chain() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK_KEY])
 
 
 @transaction.atomic
@@ -58,8 +92,8 @@ def ledger_append(records: Sequence[models.Model]) -> list[EvidenceEntry]:
     """Chain ``records`` (re-read from the database) after the current head."""
     if not records:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
+    key = audit_key()
+    _lock_chain()
     head = EvidenceEntry.objects.order_by("-seq").values_list("entry_hash", flat=True).first()
     prev = head or GENESIS
     entries = []
@@ -68,19 +102,46 @@ def ledger_append(records: Sequence[models.Model]) -> list[EvidenceEntry]:
     for record in fresh:
         table = record._meta.db_table
         content_hash = hashlib.sha256(canonical(record)).hexdigest()
-        entry_hash = _entry_hash(prev, table, str(record.pk), content_hash)
+        link = entry_hash(prev, table, str(record.pk), content_hash, key)
         entries.append(
             EvidenceEntry(
                 record_table=table,
                 record_id=str(record.pk),
                 content_hash=content_hash,
                 prev_hash=prev,
-                entry_hash=entry_hash,
+                entry_hash=link,
+                key_id=key.key_id,
                 organization_id=organizations[(table, record.pk)],
             )
         )
-        prev = entry_hash
+        prev = link
     return EvidenceEntry.objects.bulk_create(entries)
+
+
+def seal_entry(entry_model: type[models.Model], key: AuditKey) -> models.Model | None:
+    """Chain the unkeyed entries made before the chain was keyed under ``key`` (the
+    caller holds the chain lock in a transaction). Takes the model class so the
+    migration that seals an existing chain can pass its historical model."""
+    head = entry_model.objects.order_by("-seq").first()
+    if head is None or head.key_id != UNKEYED:
+        return None
+    content = seal_content_hash(head.entry_hash)
+    return entry_model.objects.create(
+        record_table=SEAL_TABLE,
+        record_id=key.key_id,
+        content_hash=content,
+        prev_hash=head.entry_hash,
+        entry_hash=entry_hash(head.entry_hash, SEAL_TABLE, key.key_id, content, key),
+        key_id=key.key_id,
+    )
+
+
+@transaction.atomic
+def ledger_seal() -> EvidenceEntry | None:
+    """Seal a chain whose last entry is unkeyed (a chain made before keys existed)."""
+    key = audit_key()
+    _lock_chain()
+    return seal_entry(EvidenceEntry, key)
 
 
 def _organizations(records: Sequence[models.Model]) -> dict[tuple[str, object], object]:
@@ -120,6 +181,7 @@ class Verdict:
     ok: bool
     checked: int
     problem: str = ""
+    unkeyed: int = 0  # entries made before the chain was keyed (plain SHA-256)
 
 
 def _models_by_table() -> dict[str, type[models.Model]]:
@@ -134,21 +196,37 @@ def _batches(size: int = 2000) -> Iterator[list[EvidenceEntry]]:
         last = batch[-1].seq
 
 
-def ledger_verify() -> Verdict:
-    """Recompute the chain; the first edited, removed, reordered or unchained record fails it."""
-    tables, prev, checked, seen = _models_by_table(), GENESIS, 0, set()
+@dataclass
+class _Walk:
+    """Where the verifier is along the chain."""
+
+    prev: str = GENESIS
+    checked: int = 0
+    unkeyed: int = 0
+    keyed: bool = False  # a keyed entry was seen: every later one must be keyed too
+
+
+def ledger_verify(*, stale_seconds: int | None = None) -> Verdict:
+    """Recompute the chain; the first edited, removed, reordered, unchained or
+    unkeyed-after-keying record fails it, and so does an answer stuck ``running``."""
+    tables, walk, seen, keyring = _models_by_table(), _Walk(), set(), audit_keyring()
     for batch in _batches():
         rows = _load_rows(tables, batch)
         for entry in batch:
-            problem = _check_entry(entry, prev, rows.get((entry.record_table, entry.record_id)))
+            row = rows.get((entry.record_table, entry.record_id))
+            problem = _check_entry(entry, walk, row, keyring)
             if problem:
-                return Verdict(False, checked, problem)
+                return Verdict(False, walk.checked, problem, walk.unkeyed)
             seen.add((entry.record_table, entry.record_id))
-            prev, checked = entry.entry_hash, checked + 1
-    unchained = _unchained(tables, seen)
-    if unchained:
-        return Verdict(False, checked, unchained)
-    return Verdict(True, checked)
+            walk.prev, walk.checked = entry.entry_hash, walk.checked + 1
+    problem = (
+        _unsealed(walk)
+        or _unchained(tables, seen)
+        or _stale_running(
+            settings.PROVENANCE_QUERY_STALE_SECONDS if stale_seconds is None else stale_seconds
+        )
+    )
+    return Verdict(not problem, walk.checked, problem, walk.unkeyed)
 
 
 def _load_rows(tables: dict, batch: list[EvidenceEntry]) -> dict:
@@ -165,18 +243,51 @@ def _load_rows(tables: dict, batch: list[EvidenceEntry]) -> dict:
     return rows
 
 
-def _check_entry(entry: EvidenceEntry, prev: str, row: models.Model | None) -> str:
+def _entry_key(entry: EvidenceEntry, walk: _Walk, keyring: dict) -> tuple[AuditKey | None, str]:
+    """The key that must have made ``entry``, or why there is none."""
+    if entry.key_id == UNKEYED:
+        if walk.keyed:
+            return None, "made without the key after the chain was keyed (recomputed without it)"
+        walk.unkeyed += 1
+        return None, ""
+    walk.keyed = True
+    key = keyring.get(entry.key_id)
+    if key is None:
+        return None, (
+            f"made with an unknown key {entry.key_id} (neither PROVENANCE_AUDIT_KEY "
+            "nor one of PROVENANCE_AUDIT_RETIRED_KEYS)"
+        )
+    return key, ""
+
+
+def _check_entry(entry: EvidenceEntry, walk: _Walk, row: models.Model | None, keyring: dict) -> str:
     where = f"entry #{entry.seq} ({entry.record_table} {entry.record_id})"
-    if entry.prev_hash != prev:
+    if entry.prev_hash != walk.prev:
         return f"{where}: the chain is broken before it (entries reordered or removed)"
-    if entry.entry_hash != _entry_hash(
-        prev, entry.record_table, entry.record_id, entry.content_hash
-    ):
-        return f"{where}: the entry itself was altered"
+    key, problem = _entry_key(entry, walk, keyring)
+    if problem:
+        return f"{where}: {problem}"
+    expected = entry_hash(walk.prev, entry.record_table, entry.record_id, entry.content_hash, key)
+    if entry.entry_hash != expected:
+        return f"{where}: the entry itself was altered (or recomputed without the key)"
+    if entry.record_table == SEAL_TABLE:  # chains the unkeyed entries before it: keyed itself
+        sealed = key is not None and entry.content_hash == seal_content_hash(walk.prev)
+        return "" if sealed else f"{where}: the seal itself was altered"
     if row is None:
         return f"{where}: the record was removed"
     if hashlib.sha256(canonical(row)).hexdigest() != entry.content_hash:
         return f"{where}: the record was edited"
+    return ""
+
+
+def _unsealed(walk: _Walk) -> str:
+    """A non-empty chain without a keyed entry: every entry after keying is keyed and
+    migrate seals an older chain, so this one was rewritten by someone without the key."""
+    if walk.checked and not walk.keyed:
+        return (
+            f"none of the {walk.checked} entries is keyed: the chain was recomputed "
+            "without the key (or an old chain was never sealed: run migrate)"
+        )
     return ""
 
 
@@ -192,20 +303,52 @@ def _unchained(tables: dict, seen: set) -> str:
     return ""
 
 
+STALE_NAMED = 5  # stuck answers named in the verdict; the count covers the rest
+
+
+def _stale_running(stale_seconds: int) -> str:
+    """Answers still ``running`` long after any answer takes: their process died, and
+    they hold no evidence yet. The sweeper marks them failed and chains that."""
+    executions = apps.get_model("citations.QueryExecution")
+    stale = executions.objects.filter(
+        status="running", created_at__lt=timezone.now() - timedelta(seconds=stale_seconds)
+    )
+    named = [
+        str(pk) for pk in stale.order_by("created_at").values_list("pk", flat=True)[:STALE_NAMED]
+    ]
+    if not named:
+        return ""
+    return (
+        f"citations_queryexecution {', '.join(named)}: {stale.count()} answer(s) still "
+        f"running after {stale_seconds} s (stuck; the sweeper marks them failed)"
+    )
+
+
 def ledger_head() -> dict:
+    """The chain's last entry and how many entries lead up to it."""
     entry = EvidenceEntry.objects.order_by("-seq").first()
     if entry is None:
-        return {"seq": 0, "entry_hash": GENESIS}
+        return {"entries": 0, "seq": 0, "entry_hash": GENESIS}
     return {
+        # counted up to the entry read, so an append committed meanwhile is not counted
+        "entries": EvidenceEntry.objects.filter(seq__lte=entry.seq).count(),
         "seq": entry.seq,
         "entry_hash": entry.entry_hash,
         "created_at": entry.created_at.isoformat(),
     }
 
 
-def ledger_grew_from(head: dict) -> bool:
-    """True if the chain still holds the exported ``head`` at its place."""
-    if int(head.get("seq", 0)) == 0:
-        return True
-    entry = EvidenceEntry.objects.filter(seq=int(head["seq"])).first()
-    return entry is not None and entry.entry_hash == head.get("entry_hash")
+def ledger_missing_head(head: dict) -> str:
+    """Why the chain no longer holds the exported ``head`` at its place ("" if it does):
+    then it only grew since (each entry's hash covers every entry before it)."""
+    seq = int(head.get("seq", 0))
+    if seq == 0:
+        return ""
+    entry = EvidenceEntry.objects.filter(seq=seq).first()
+    if entry is None or entry.entry_hash != head.get("entry_hash"):
+        return f"the exported head #{seq} {head.get('entry_hash')} is no longer in the chain"
+    if "entries" in head:
+        count = EvidenceEntry.objects.filter(seq__lte=seq).count()
+        if count != int(head["entries"]):
+            return f"the exported head #{seq} had {head['entries']} entries up to it, now {count}"
+    return ""

@@ -12,7 +12,11 @@ from django.utils import timezone
 
 
 class EvidenceEntry(models.Model):
-    """One link: ``entry_hash = sha256(prev_hash | table | id | content_hash)``."""
+    """One link: ``entry_hash = HMAC-SHA256(key, prev_hash | table | id | content_hash)``.
+
+    ``key_id`` is the fingerprint of the key (audit/keys.py); empty for entries made
+    before the chain was keyed, whose ``entry_hash`` is the plain SHA-256 of the same.
+    """
 
     seq = models.BigAutoField(primary_key=True)
     record_table = models.CharField(max_length=100)
@@ -21,6 +25,7 @@ class EvidenceEntry(models.Model):
     content_hash = models.CharField(max_length=64)
     prev_hash = models.CharField(max_length=64)
     entry_hash = models.CharField(max_length=64, unique=True)
+    key_id = models.CharField(max_length=16, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -41,6 +46,7 @@ class DocumentEvent(models.Model):
         DELETION = "deletion"
         DOWNLOAD = "download"
         RECONVERSION = "reconversion"
+        CANCELLATION = "cancellation"
 
     kind = models.CharField(max_length=20, choices=Kind.choices, db_index=True)
     file = models.ForeignKey("documents.File", on_delete=models.PROTECT, related_name="events")

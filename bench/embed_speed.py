@@ -7,9 +7,13 @@ thread (Celery ``--concurrency 2`` with PROVENANCE_TORCH_THREADS=1) and
 2 processes x 2 threads (the same worker when nobody sets the thread count).
 Aggregate chunks/s = all chunks / wall time from a common start signal.
 
+Runtimes side by side: torch fp32 (the reference, ``fp32-torch``), the ONNX
+export on ONNX Runtime fp32 (``fp32``: what a CPU without native bf16 runs) and,
+where the CPU has native bf16, the export on OpenVINO bf16 (``bf16``).
+
 Quality: 10k pieces (sentence windows of SQuAD paragraphs, topped up with
 overlapping 200-token windows) and 200 SQuAD questions; the top-10 by cosine
-with the fast precision must overlap the fp32 top-10 by >= 0.98 on average.
+with the chosen path must overlap torch fp32's top-10 by >= 0.98 on average.
 
 Usage: python bench/embed_speed.py [--quick] [--no-cache]
 """
@@ -46,6 +50,7 @@ GATE = 0.98
 TARGET_CHUNKS_PER_S = 75.0
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\u201c])")
 LAYOUTS = ((1, 2), (2, 1), (2, 2))  # (processes, threads per process)
+REFERENCE = "fp32-torch"  # a variant is "precision" (runtime auto) or "precision-torch"
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,16 @@ def _spread(items: list[str], count: int) -> list[str]:
 # --- measuring in worker processes ---------------------------------------------------
 
 
+def _embedder(variant: str, batch_size: int) -> Any:
+    """``fp32-torch``: torch; ``fp32`` / ``bf16``: the runtime the product picks."""
+    from retrieval.embedders import MiniLmEmbedder
+
+    precision, _, runtime = variant.partition("-")
+    return MiniLmEmbedder(
+        batch_size=batch_size, precision=precision, threads=1, runtime=runtime or "auto"
+    )
+
+
 def _serve(connection: Any, precisions: tuple[str, ...], batch_size: int) -> None:
     """A long-lived embedding process, built like a Celery pool process builds its embedder.
 
@@ -166,11 +181,7 @@ def _serve(connection: Any, precisions: tuple[str, ...], batch_size: int) -> Non
     question and answers (runtime, precision, vectors).
     """
 
-    from retrieval.embedders import MiniLmEmbedder
-
-    embedders = {
-        p: MiniLmEmbedder(batch_size=batch_size, precision=p, threads=1) for p in precisions
-    }
+    embedders = {p: _embedder(p, batch_size) for p in precisions}
     while (command := connection.recv()) != "stop":
         if command[0] == "query":  # the query path: one text at a time, as a question
             _, precision, texts = command
@@ -190,7 +201,8 @@ def _serve(connection: Any, precisions: tuple[str, ...], batch_size: int) -> Non
         for i in range(0, len(texts), batch_size):  # as documents.ingestion.file_embed does
             vectors += embedder.embed_documents(texts[i : i + batch_size])
         end, cpu = time.time(), time.process_time() - cpu
-        connection.send((start, end, cpu, embedder.precision, np.asarray(vectors, np.float32)))
+        effective = f"{embedder.precision} {embedder.documents_runtime}"
+        connection.send((start, end, cpu, effective, np.asarray(vectors, np.float32)))
 
 
 def _receive(connection: Any, timeout: float = 1800) -> Any:
@@ -311,10 +323,10 @@ def reference_vectors(
     workers: Workers, texts: list[str], *, use_cache: bool
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """fp32 vectors for the gate, from the cache when the inputs are unchanged."""
-    path = _cache_path(texts, "fp32")
+    path = _cache_path(texts, REFERENCE)
     if use_cache and path.exists():
         return np.load(path), {"cached": True, "path": str(path.relative_to(ROOT))}
-    vectors, timing = workers.embed(texts, precision="fp32", processes=2, threads=1)
+    vectors, timing = workers.embed(texts, precision=REFERENCE, processes=2, threads=1)
     path.parent.mkdir(parents=True, exist_ok=True)
     (path.parent / ".gitignore").write_text("*\n")  # ~16 MB of vectors: not for the repo
     np.save(path, vectors)
@@ -379,7 +391,7 @@ def quality_gate(
         "cosine_to_fp32_min": round(float(cosines.min()), 5),
         "cosine_to_fp32_mean": round(float(cosines.mean()), 5),
         "answer_hit_at_10": {
-            "fp32": round(answer_hit_rate(ref_top, pieces, answers), 3),
+            REFERENCE: round(answer_hit_rate(ref_top, pieces, answers), 3),
             precision: round(answer_hit_rate(fast_top, pieces, answers), 3),
         },
         "fp32_run": reference_run,
@@ -406,7 +418,7 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
     tokenizer = _tokenizer()
     articles, questions = squad()
     texts = speed_texts(articles, tokenizer, sizes.speed_chunks)
-    precisions = tuple(dict.fromkeys(("fp32", fast)))
+    precisions = tuple(dict.fromkeys((REFERENCE, "fp32", fast)))
     with Workers(precisions, sizes.batch_size) as workers:
         speed = [
             workers.embed(texts, precision=p, processes=procs, threads=threads)[1]
@@ -452,7 +464,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"quality gate {q['gate']} (met: {q['passes']}). Load average before/after: "
         f"{result['loadavg_before'][0]} / {result['loadavg_after'][0]}.",
         "",
-        "| precision | processes x threads | chunks | seconds | chunks/s | chunks per CPU-s |",
+        "| precision and runtime | processes x threads | chunks | seconds | chunks/s "
+        "| chunks per CPU-s |",
         "|---|---|---:|---:|---:|---:|",
     ]
     lines += [
@@ -464,7 +477,7 @@ def to_markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"Quality: {q['chunks']} pieces (mean {q['mean_piece_tokens']} tokens), "
-        f"{q['queries']} questions: mean overlap@10 with fp32 **{q['mean_overlap_at_10']}** "
+        f"{q['queries']} questions: mean overlap@10 with torch fp32 **{q['mean_overlap_at_10']}** "
         f"(min {q['min_overlap_at_10']}, identical top-10 for "
         f"{q['queries_with_identical_top10_set']:.0%} of questions); per-text cosine to "
         f"fp32 min {q['cosine_to_fp32_min']}; answer in top-10: {hits}.",

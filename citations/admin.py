@@ -22,14 +22,21 @@ from django.utils.safestring import mark_safe
 from audit.ledger import canonical
 from audit.models import EvidenceEntry
 from citations import exports
+from citations.model_evidence import written_by
 from citations.models import (
     App,
+    ClaimCheck,
     ClaimCitation,
+    ModelCall,
     QueryExecution,
     QuotedSource,
     RagTrace,
+    ReasoningStep,
     RetrievalHit,
+    StepClaim,
+    StepSourceAttribution,
 )
+from citations.reasoning.selectors import reasoning_page
 from citations.services import query_validate
 from citations.validation import later_meaning
 from documents.admin_scoping import (
@@ -43,8 +50,22 @@ from documents.models import DataSource
 
 @admin.register(App)
 class AppAdmin(OrganizationScopedAdmin):
-    list_display = ["name", "organization", "is_public", "generator", "top_k", "created_at"]
-    list_filter = [("organization", admin.RelatedOnlyFieldListFilter), "is_public", "generator"]
+    list_display = [
+        "name",
+        "organization",
+        "is_public",
+        "generator",
+        "model",
+        "reasoning",
+        "top_k",
+        "created_at",
+    ]
+    list_filter = [
+        ("organization", admin.RelatedOnlyFieldListFilter),
+        "is_public",
+        "generator",
+        "reasoning",
+    ]
     list_select_related = ["organization"]
     filter_horizontal = ["data_sources"]
     search_fields = ["name", "=id"]
@@ -255,7 +276,20 @@ def evidence_context(execution: QueryExecution) -> dict:
         "validation_meaning": later_meaning(validation["result"]),
         "chain_status": _chain_status(execution),
         "report_url": reverse("admin:citations_queryexecution_report", args=[execution.pk]),
+        "written_by": written_by(execution),
+        "model_calls": list(execution.model_calls.defer("prompt", "raw_response")),
+        "claim_checks": list(
+            execution.claim_checks.select_related("claim__quoted_source").order_by(
+                "model_call", "sentence", "id"
+            )
+        ),
+        "reasoning": reasoning_page(execution=execution, viewer=_source_anchor),
     }
+
+
+def _source_anchor(source: QuotedSource) -> str:
+    """A final [n] on the evidence page itself."""
+    return f"#source-{source.quoted_as}"
 
 
 @admin.register(QuotedSource)
@@ -296,6 +330,64 @@ class RetrievalHitAdmin(EvidenceAdmin):
     ]
     list_select_related = ["query"]
     list_filter = ["retriever_type"]
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(EvidenceAdmin):
+    """Each request to a model and its reply as received, read-only."""
+
+    organization_path = "query__organization"
+    list_display = ["query", "attempt", "provider", "model", "response_id", "latency_ms"]
+    list_select_related = ["query"]
+    list_filter = ["provider", "model"]
+    search_fields = ["=query__id", "response_id"]
+
+
+@admin.register(ClaimCheck)
+class ClaimCheckAdmin(EvidenceAdmin):
+    """Every claim of a model's reply and why it is, or is not, supported."""
+
+    organization_path = "query__organization"
+    list_display = ["query", "sentence", "supported", "reason", "reply_sentence"]
+    list_select_related = ["query"]
+    list_filter = ["supported", "reason"]
+    search_fields = ["reply_sentence", "quote", "=query__id"]
+
+
+@admin.register(ReasoningStep)
+class ReasoningStepAdmin(EvidenceAdmin):
+    """The steps of answers worked through in steps, read-only."""
+
+    organization_path = "query__organization"
+    list_display = ["query", "step_number", "question", "outcome", "confidence_score"]
+    list_select_related = ["query"]
+    list_filter = ["outcome", "proposed_by"]
+    search_fields = ["question", "intermediate_answer", "=query__id"]
+
+
+@admin.register(StepSourceAttribution)
+class StepSourceAttributionAdmin(EvidenceAdmin):
+    """What each step cites, frozen at query time, read-only."""
+
+    organization_path = "query__organization"
+    list_display = [
+        "step",
+        "quoted_as",
+        "document_title",
+        "chunk_index",
+        "retrieval_rank",
+        "relevance_score",
+    ]
+    list_select_related = ["step"]
+    search_fields = ["document_title", "excerpt", "=query__id"]
+
+
+@admin.register(StepClaim)
+class StepClaimAdmin(EvidenceAdmin):
+    organization_path = "query__organization"
+    list_display = ["step", "segment", "reply_sentence", "source_sentence"]
+    list_select_related = ["step"]
+    search_fields = ["reply_sentence", "=query__id"]
 
 
 @admin.register(RagTrace)

@@ -9,7 +9,15 @@ from collections.abc import Iterator
 
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
-from citations.models import ClaimCitation, QueryExecution, QuotedSource
+from citations.models import (
+    ClaimCheck,
+    ClaimCitation,
+    ModelCall,
+    QueryExecution,
+    QuotedSource,
+    ReasoningStep,
+    StepSourceAttribution,
+)
 
 # records fetched (with their sources and claims) per round trip: memory stays
 # proportional to this, not to the size of the export
@@ -67,6 +75,9 @@ def _with_provenance(queryset: QuerySet[QueryExecution]) -> Iterator[QueryExecut
             batch,
             Prefetch("quoted_sources", queryset=sources),
             Prefetch("claim_citations", queryset=claims),
+            Prefetch("model_calls", queryset=ModelCall.objects.order_by("attempt")),
+            Prefetch("claim_checks", queryset=ClaimCheck.objects.order_by("model_call", "id")),
+            Prefetch("reasoning_steps", queryset=_steps()),
         )
         yield from batch
         last = batch[-1].pk
@@ -196,7 +207,49 @@ def record_json(execution: QueryExecution) -> dict:
             }
             for c in execution.claim_citations.all()
         ],
+        "model_calls": [_model_call_record(c) for c in execution.model_calls.all()],
+        "claim_checks": [_claim_check_record(c) for c in execution.claim_checks.all()],
+        "reasoning_steps": [_step_record(s) for s in execution.reasoning_steps.all()],
     }
+
+
+def _steps() -> QuerySet[ReasoningStep]:
+    attributions = StepSourceAttribution.objects.select_related("final_source").order_by("id")
+    return ReasoningStep.objects.order_by("step_number").prefetch_related(
+        Prefetch("source_attributions", queryset=attributions)
+    )
+
+
+def _fields(row: object, skip: tuple[str, ...]) -> dict:
+    return {
+        f.attname: getattr(row, f.attname)
+        for f in row._meta.concrete_fields
+        if f.attname not in skip
+    }
+
+
+def _step_record(step: ReasoningStep) -> dict:
+    """A step of an answer made in steps, with what it cites (its [n] and the answer's)."""
+    record = _fields(step, ("query_id",))
+    record["source_attributions"] = [
+        {
+            **_fields(a, ("query_id", "step_id", "final_source_id")),
+            "final_quoted_as": a.final_source.quoted_as if a.final_source else None,
+        }
+        for a in step.source_attributions.all()
+    ]
+    return record
+
+
+def _model_call_record(call: ModelCall) -> dict:
+    """A model call as exported: the prompt and the raw reply whole, with their hashes."""
+    fields = [f.attname for f in ModelCall._meta.concrete_fields if f.attname != "query_id"]
+    return {name: getattr(call, name) for name in fields}
+
+
+def _claim_check_record(check: ClaimCheck) -> dict:
+    fields = [f.attname for f in ClaimCheck._meta.concrete_fields if f.attname != "query_id"]
+    return {name: getattr(check, name) for name in fields}
 
 
 def json_chunks(queryset: QuerySet[QueryExecution]) -> Iterator[str]:

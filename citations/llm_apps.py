@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from django.db import transaction
 
-from citations.models import App
+from citations.models import App, Reasoning
 from documents.models import DataSource, Organization
 
 
@@ -22,7 +22,16 @@ def app_create(
     name: str,
     data_source_names: Sequence[str],
     is_public: bool = False,
+    generator: str = App.Generator.EXTRACTIVE,
+    model: str = "",
+    prompt: str = "",
+    temperature: float | None = None,
+    max_output_tokens: int | None = None,
+    reasoning: str = Reasoning.SINGLE,
 ) -> App:
+    _generator_check(generator, model, temperature, max_output_tokens)
+    if reasoning not in Reasoning.values:
+        raise AppError(f"unknown reasoning {reasoning!r}: use {', '.join(Reasoning.values)}")
     if App.objects.filter(organization=organization, name=name).exists():
         raise AppError(f"an app named {name!r} already exists in {organization.name}")
     sources = list(DataSource.objects.filter(organization=organization, name__in=data_source_names))
@@ -31,9 +40,33 @@ def app_create(
         raise AppError(f"unknown data source(s) in {organization.name}: {', '.join(missing)}")
     if not sources:
         raise AppError("an app needs at least one data source")
-    app = App.objects.create(organization=organization, name=name, is_public=is_public)
+    app = App.objects.create(
+        organization=organization,
+        name=name,
+        is_public=is_public,
+        generator=generator,
+        model=model,
+        prompt=prompt,
+        temperature=temperature,
+        reasoning=reasoning,
+        **({"max_output_tokens": max_output_tokens} if max_output_tokens else {}),
+    )
     app.data_sources.set(sources)
     return app
+
+
+def _generator_check(
+    generator: str, model: str, temperature: float | None, max_output_tokens: int | None
+) -> None:
+    """A model generator needs a model; the numbers must be ones a provider accepts."""
+    if generator not in App.Generator.values:
+        raise AppError(f"unknown generator {generator!r}: use {', '.join(App.Generator.values)}")
+    if generator != App.Generator.EXTRACTIVE and not model.strip():
+        raise AppError(f"the {generator} generator needs a model (--model)")
+    if temperature is not None and not 0 <= temperature <= 2:
+        raise AppError("the temperature must be between 0 and 2")
+    if max_output_tokens is not None and not 1 <= max_output_tokens <= 200_000:
+        raise AppError("max output tokens must be between 1 and 200000")
 
 
 def app_find(*, app_id: str) -> App | None:

@@ -11,7 +11,16 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+
+
+class Reasoning(models.TextChoices):
+    """How an app works through a question: in one retrieval, or in steps."""
+
+    SINGLE = "single", "Single step (one retrieval, one answer)"
+    STEPS = "steps", "Steps (sub-questions, each with its own retrieval and sources)"
 
 
 class App(models.Model):
@@ -19,6 +28,8 @@ class App(models.Model):
 
     class Generator(models.TextChoices):
         EXTRACTIVE = "extractive", "Extractive (verbatim sentences, no LLM)"
+        OPENAI = "openai", "OpenAI-compatible Chat Completions (JSON citation contract)"
+        ANTHROPIC = "anthropic", "Anthropic Messages (document blocks with citations)"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(
@@ -41,7 +52,36 @@ class App(models.Model):
     generator = models.CharField(
         max_length=40, choices=Generator.choices, default=Generator.EXTRACTIVE
     )
-    prompt = models.TextField(blank=True, default="")
+    model = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="The model of an LLM generator (e.g. gpt-4o-mini, claude-sonnet-4-5, llama3.1).",
+    )
+    prompt = models.TextField(
+        "system prompt",
+        blank=True,
+        default="",
+        help_text="Instructions for an LLM generator; the citation contract is always added.",
+    )
+    temperature = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
+        help_text="Sampling temperature; empty = the provider's default.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        default=1024,
+        validators=[MinValueValidator(1), MaxValueValidator(200_000)],
+        help_text="The most tokens an LLM generator may write per answer.",
+    )
+    reasoning = models.CharField(
+        max_length=10,
+        choices=Reasoning.choices,
+        default=Reasoning.SINGLE,
+        help_text="steps: a question that asks several things is answered step by step, "
+        "each step with its own retrieval and sources (docs/steps.md).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -51,6 +91,11 @@ class App(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # a model generator cannot answer without a model: refuse the admin's save
+        if self.generator != self.Generator.EXTRACTIVE and not self.model.strip():
+            raise ValidationError({"model": f"the {self.generator} generator needs a model"})
 
 
 class QueryStatus(models.TextChoices):
@@ -191,6 +236,199 @@ class ClaimCitation(models.Model):
 
     class Meta:
         ordering = ["query", "segment"]
+
+    def __str__(self) -> str:
+        return self.reply_sentence[:80]
+
+
+class ModelCall(models.Model):
+    """One request to a language model for an answer and its reply exactly as received
+    (attempt 2 is the one retry asking the model to fix what verification refused).
+    The prompt and the raw reply are stored whole and hashed, and the row is chained."""
+
+    query = models.ForeignKey(QueryExecution, on_delete=models.PROTECT, related_name="model_calls")
+    attempt = models.PositiveSmallIntegerField()
+    provider = models.CharField(max_length=20)
+    model = models.CharField(max_length=200, help_text="The model asked for.")
+    response_model = models.CharField(max_length=200, blank=True, default="")
+    base_url = models.CharField(max_length=500, blank=True, default="")
+    prompt = models.JSONField(help_text="System prompt, messages and parameters as sent.")
+    prompt_sha256 = models.CharField(max_length=64)
+    response_id = models.CharField(max_length=200, blank=True, default="")
+    raw_response = models.TextField(help_text="The HTTP body of the reply, as received.")
+    response_sha256 = models.CharField(max_length=64)
+    finish_reason = models.CharField(max_length=60, blank=True, default="")
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.FloatField()
+    transport_retries = models.PositiveSmallIntegerField(
+        default=0, help_text="Retries after 429, 5xx or a timeout before this reply."
+    )
+    contract_codes = models.JSONField(
+        default=list, blank=True, help_text="What this attempt's prompt asked the model to fix."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["query", "attempt"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "attempt"], name="model_call_unique_attempt")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model} #{self.attempt}"
+
+
+class ClaimCheck(models.Model):
+    """The verification of one citation of a model's reply sentence (or of a sentence
+    that cites nothing): supported ones became a ``ClaimCitation`` and an ``[n]``;
+    the others are kept, with the reason, and never numbered."""
+
+    query = models.ForeignKey(QueryExecution, on_delete=models.PROTECT, related_name="claim_checks")
+    model_call = models.ForeignKey(ModelCall, on_delete=models.PROTECT, related_name="checks")
+    claim = models.ForeignKey(
+        ClaimCitation, null=True, blank=True, on_delete=models.PROTECT, related_name="checks"
+    )
+    hit = models.ForeignKey(
+        RetrievalHit, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    sentence = models.PositiveIntegerField(help_text="The sentence's place in the reply, from 0.")
+    reply_sentence = models.TextField()
+    supported = models.BooleanField()
+    reason = models.CharField(max_length=60, help_text="supported, or why not")
+    citation_type = models.CharField(max_length=40, blank=True, default="")
+    snippet_id = models.TextField(blank=True, default="", help_text="As the model gave it.")
+    quote = models.TextField(blank=True, default="", help_text="As the model gave it.")
+    document_index = models.IntegerField(null=True, blank=True)
+    document_title = models.TextField(blank=True, default="")
+    cited_block_index = models.IntegerField(null=True, blank=True)
+    source_start = models.PositiveIntegerField(null=True, blank=True)
+    source_end = models.PositiveIntegerField(null=True, blank=True)
+    support_score = models.FloatField(null=True, blank=True)
+    claimed = models.JSONField(default=dict, blank=True, help_text="The citation as given.")
+
+    class Meta:
+        ordering = ["query", "model_call", "sentence", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.reply_sentence[:70]}"
+
+
+class ReasoningStep(models.Model):
+    """One step of an answer worked through in steps (the cot-source-attribution
+    document's ``ReasoningStep``): a sub-question, its own retrieval (the query's hits
+    ``k_pos`` ``hits_from``..``hits_to``), its short answer with its own ``[n]`` and the
+    sources it cites (``source_attributions``). The final answer joins the steps'
+    claims, renumbered over every step in order of first use."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    query = models.ForeignKey(
+        QueryExecution, on_delete=models.PROTECT, related_name="reasoning_steps"
+    )
+    step_number = models.PositiveSmallIntegerField()
+    question = models.TextField()
+    intermediate_answer = models.TextField(help_text="With the step's own [n] markers.")
+    confidence_score = models.FloatField(help_text="0..1: how well its claims answer it.")
+    reasoning_trace = models.TextField()
+    execution_time = models.FloatField(help_text="Seconds spent retrieving and answering.")
+    outcome = models.CharField(
+        max_length=20, help_text="answered, unanswered (nothing cited) or no_hits."
+    )
+    proposed_by = models.CharField(
+        max_length=20, help_text="question (its structure), model, or fallback (one step)."
+    )
+    search_text = models.TextField(help_text="What its retrieval searched for.")
+    uses_steps = models.JSONField(
+        default=list, blank=True, help_text="Earlier steps whose answers its retrieval used."
+    )
+    hits_from = models.PositiveIntegerField(null=True, blank=True)
+    hits_to = models.PositiveIntegerField(null=True, blank=True)
+    model_call_attempts = models.JSONField(
+        default=list, blank=True, help_text="The query's model calls that answered this step."
+    )
+    context_used = models.JSONField(
+        default=list, blank=True, help_text="Snippet ids of the passages it read (first 5)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["query", "step_number"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "step_number"], name="step_unique_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"step {self.step_number}: {self.question[:70]}"
+
+
+class StepSourceAttribution(models.Model):
+    """A source one step cites (the document's ``SourceAttribution``), frozen at
+    query time: ``document_id`` is the document's id across revisions, ``chunk_index``
+    the chunk's position, ``retrieval_rank`` its rank in the step's retrieval,
+    ``relevance_score`` its ``score_norm`` times the step's confidence."""
+
+    query = models.ForeignKey(
+        QueryExecution, on_delete=models.PROTECT, related_name="step_attributions"
+    )
+    step = models.ForeignKey(
+        ReasoningStep, on_delete=models.PROTECT, related_name="source_attributions"
+    )
+    quoted_as = models.CharField(max_length=10, help_text="Its [n] in the step's answer.")
+    final_source = models.ForeignKey(
+        QuotedSource,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="step_attributions",
+        help_text="Its [n] in the final answer.",
+    )
+    hit = models.ForeignKey(RetrievalHit, on_delete=models.PROTECT, related_name="+")
+    chunk = models.ForeignKey("documents.Chunk", on_delete=models.PROTECT, related_name="+")
+    file = models.ForeignKey("documents.File", on_delete=models.PROTECT, related_name="+")
+    file_revision = models.PositiveIntegerField()
+    chunk_hash = models.CharField(max_length=64)
+    document_id = models.CharField(max_length=64)
+    document_title = models.CharField(max_length=255)
+    relevance_score = models.FloatField()
+    score_norm = models.FloatField(help_text="The hit's score before the confidence.")
+    excerpt = models.CharField(max_length=200)
+    chunk_index = models.PositiveIntegerField()
+    retrieval_rank = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["query", "step", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["step", "quoted_as"], name="step_quoted_as_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"step [{self.quoted_as}] {self.document_title}"
+
+
+class StepClaim(models.Model):
+    """``step.intermediate_answer[reply_start:reply_end]`` is supported by
+    ``chunk_text[source_start:source_end]`` of the attribution's chunk; ``claim`` is
+    the same sentence in the final answer."""
+
+    query = models.ForeignKey(QueryExecution, on_delete=models.PROTECT, related_name="step_claims")
+    step = models.ForeignKey(ReasoningStep, on_delete=models.PROTECT, related_name="claims")
+    attribution = models.ForeignKey(
+        StepSourceAttribution, on_delete=models.PROTECT, related_name="claims"
+    )
+    claim = models.ForeignKey(
+        ClaimCitation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    segment = models.PositiveIntegerField()
+    reply_sentence = models.TextField()
+    reply_start = models.PositiveIntegerField()
+    reply_end = models.PositiveIntegerField()
+    source_sentence = models.TextField()
+    source_start = models.PositiveIntegerField()
+    source_end = models.PositiveIntegerField()
+    relevance = models.FloatField()
+
+    class Meta:
+        ordering = ["query", "step", "segment"]
 
     def __str__(self) -> str:
         return self.reply_sentence[:80]

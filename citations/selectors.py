@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.http import Http404
 from rest_framework.exceptions import NotAuthenticated
 
@@ -23,12 +23,38 @@ def app_for_caller(*, app_id: str, organization: Organization | None) -> App:
     raise Http404("app not found")
 
 
-def query_for_app(*, app: App, query_id: str) -> QueryExecution:
+def caller_is_member(*, app: App, organization: Organization | None) -> bool:
+    """Whether the caller acts for the app's own organization (key or member): only
+    such callers see every answer of the app and its internal fields."""
+    return organization is not None and organization.pk == app.organization_id
+
+
+def readable_queries(*, app: App, organization: Organization | None) -> QuerySet[QueryExecution]:
+    """The app's answers the caller may read, by id.
+
+    A caller of the app's organization reads every one. Anyone else reaches the app
+    only because it is public, and reads the answers asked anonymously (no key, no
+    login: nobody to protect) plus those their own organization asked; an answer a
+    member asked stays theirs even in a public app.
+    """
+    answers = QueryExecution.objects.filter(app=app)
+    if caller_is_member(app=app, organization=organization):
+        return answers
+    readable = Q(caller_user__isnull=True, caller_api_key__isnull=True)
+    if organization is not None:
+        readable |= Q(caller_api_key__organization=organization)
+        readable |= Q(caller_user__memberships__organization=organization)
+    return answers.filter(readable)
+
+
+def query_for_app(*, app: App, query_id: str, organization: Organization | None) -> QueryExecution:
+    """One answer of ``app`` the caller may read (``readable_queries``), else 404."""
     try:
         key = uuid.UUID(str(query_id))
     except ValueError as exc:
         raise Http404("query not found") from exc
-    execution = QueryExecution.objects.filter(app=app, pk=key).first()
+    readable = readable_queries(app=app, organization=organization)
+    execution = readable.filter(pk=key).first()
     if execution is None:
         raise Http404("query not found")
     return execution

@@ -10,14 +10,19 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
 
 import numpy as np
-from django.db import transaction
+from django.conf import settings
+from django.db import models, transaction
 from django.utils import timezone
 
 from audit.ledger import ledger_append
 from citations.composition import Composition, compose
-from citations.generators import Passage, generator_for
+from citations.generators import Generation, ModelGenerator, Passage, generator_for
+from citations.markers import markers_match
+from citations.model_evidence import generation_compose, model_evidence_create
 from citations.models import (
     App,
     ClaimCitation,
@@ -25,6 +30,7 @@ from citations.models import (
     QueryStatus,
     QuotedSource,
     RagTrace,
+    Reasoning,
     RetrievalHit,
 )
 from citations.payload import citation_payload, revision_label
@@ -38,6 +44,18 @@ from retrieval.models import VectorDatabase
 from retrieval.search import HybridSearch, SearchHit
 
 MAX_QUESTION_CHARS = 2000
+
+
+class SteppedEvidence(Protocol):
+    """What a stepped answer writes besides the rows every answer has."""
+
+    def record(
+        self,
+        execution: QueryExecution,
+        hits: list[RetrievalHit],
+        sources: dict[int, QuotedSource],
+        claims: list[ClaimCitation],
+    ) -> list[models.Model]: ...
 
 
 class QueryRejected(Exception):
@@ -102,11 +120,13 @@ def query_execute(
     api_key: ApiKey | None = None,
     origin: str = "api",
     retrieval_context: str = "",
+    instructions: str | None = None,
 ) -> QueryExecution:
     """Answer ``question`` with ``app`` and record everything the answer rests on.
 
     ``retrieval_context`` (earlier turns of a conversation) is added to what is
-    searched for, not to the recorded question.
+    searched for, not to the recorded question; ``instructions`` (a thread run's)
+    replace the app's system prompt for a model generator.
     """
     cleaned = question_clean(question)
     started = time.perf_counter()
@@ -120,7 +140,7 @@ def query_execute(
         origin=origin,
     )
     try:
-        _answer(execution, app, cleaned, retrieval_context, started)
+        _answer(execution, app, cleaned, retrieval_context, started, instructions)
     except Exception as exc:
         _fail(execution, exc)
         raise
@@ -128,20 +148,92 @@ def query_execute(
     return execution
 
 
-@transaction.atomic
 def _fail(execution: QueryExecution, exc: Exception) -> None:
     """A failed answer is evidence too: record why, and chain it."""
-    QueryExecution.objects.filter(pk=execution.pk).update(
-        status=QueryStatus.FAILED,
-        error_message=f"{type(exc).__name__}: {exc}"[:2000],
-        completed_at=timezone.now(),
+    if not isinstance(exc, QueryAbandoned):  # the sweeper recorded why already
+        query_execution_fail(execution_id=execution.pk, reason=f"{type(exc).__name__}: {exc}")
+
+
+class QueryAbandoned(Exception):
+    """The answer was marked failed (abandoned) while it was being made: the work
+    that finished late is dropped, the recorded failure stands."""
+
+
+@transaction.atomic
+def query_execution_fail(
+    *, execution_id: object, reason: str, created_before: datetime | None = None
+) -> bool:
+    """``running`` → ``failed`` with ``reason``, chained; False if it was no longer
+    running (completed, or failed by someone else first). The conditional UPDATE is
+    the claim: of an answer finishing late and the sweeper, exactly one wins."""
+    running = QueryExecution.objects.filter(pk=execution_id, status=QueryStatus.RUNNING)
+    if created_before is not None:
+        running = running.filter(created_at__lt=created_before)
+    updated = running.update(
+        status=QueryStatus.FAILED, error_message=reason[:2000], completed_at=timezone.now()
     )
-    ledger_append([execution])
+    if updated:
+        ledger_append([QueryExecution(pk=execution_id)])
+    return bool(updated)
 
 
-def _answer(
-    execution: QueryExecution, app: App, question: str, context: str, started: float
-) -> None:
+SWEEP_BATCH = 200  # stale answers failed per sweep; the next sweep takes the rest
+
+
+def query_executions_sweep_stale(*, stale_seconds: int | None = None) -> list[str]:
+    """Fail the answers still ``running`` after ``stale_seconds``: whatever was making
+    them died (a killed connection, a restarted database or worker) before it could
+    record anything. Each is failed and chained on its own; the ids failed."""
+    if stale_seconds is None:
+        stale_seconds = settings.PROVENANCE_QUERY_STALE_SECONDS
+    cutoff = timezone.now() - timedelta(seconds=stale_seconds)
+    stale = QueryExecution.objects.filter(status=QueryStatus.RUNNING, created_at__lt=cutoff)
+    reason = (
+        f"abandoned: still running {stale_seconds} s after it was asked (the process or "
+        "database connection answering it stopped); marked failed by the stale-answer sweeper"
+    )
+    return [
+        str(pk)
+        for pk in stale.order_by("created_at").values_list("pk", flat=True)[:SWEEP_BATCH]
+        if query_execution_fail(execution_id=pk, reason=reason, created_before=cutoff)
+    ]
+
+
+@dataclass(frozen=True)
+class Searcher:
+    """One answer's retrieval: the app's index identity and the query-path embedder,
+    so a stepped answer searches once per step exactly as a single answer does."""
+
+    app: App
+    embedder: object
+    index_hash: str
+    embed_model: str
+    analyzer: str
+
+    def search(self, text: str) -> tuple[list[_Retrieved], list[float]]:
+        """The hits for ``text`` above the app's threshold, and the query vector."""
+        search = HybridSearch(  # its full-text side runs while the question is embedded
+            organization_id=self.app.organization_id,
+            data_source_ids=list(self.app.data_sources.values_list("pk", flat=True)),
+            question=text,
+            candidate_k=self.app.candidate_k,
+            top_k=self.app.top_k,
+            analyzer=self.analyzer,
+        )
+        vector = self.embedder.embed_query(text)
+        return _retrieve(self.app, search.finish(vector)), vector
+
+    def passages(self, retrieved: list[_Retrieved]) -> list[Passage]:
+        return [
+            _passage(i, r, self.index_hash, self.embed_model, self.analyzer)
+            for i, r in enumerate(retrieved)
+        ]
+
+    def answer_vector(self, question: str, vector: list[float]) -> list[float]:
+        return _answer_vector(self.embedder, question, vector)
+
+
+def _searcher(app: App) -> Searcher:
     index_hash, embed_model, analyzer = _index_identity(app)
     embedder = default_embedder()
     if embed_model and embed_model != f"{embedder.model_id}:{embedder.pooling}":
@@ -150,23 +242,69 @@ def _answer(
             f"the index was built with {embed_model}, the query path uses "
             f"{embedder.model_id}:{embedder.pooling}; rebuild the index"
         )
+    return Searcher(app, embedder, index_hash, embed_model, analyzer)
+
+
+def _answer(
+    execution: QueryExecution,
+    app: App,
+    question: str,
+    context: str,
+    started: float,
+    instructions: str | None = None,
+) -> None:
+    searcher = _searcher(app)
+    identity = (searcher.index_hash, searcher.embed_model, searcher.analyzer)
+    if app.reasoning == Reasoning.STEPS:
+        from citations.reasoning.stepped import stepped_answer
+
+        stepped = stepped_answer(
+            searcher=searcher, question=question, context=context, instructions=instructions
+        )
+        _record(
+            execution, stepped.retrieved, stepped.composition, *identity, started, stepped=stepped
+        )
+        return
     search_text = f"{context}\n{question}".strip() if context else question
-    search = HybridSearch(  # its full-text side runs while the question is embedded
-        organization_id=app.organization_id,
-        data_source_ids=list(app.data_sources.values_list("pk", flat=True)),
-        question=search_text,
-        candidate_k=app.candidate_k,
-        top_k=app.top_k,
-        analyzer=analyzer,
-    )
-    vector = embedder.embed_query(search_text)
-    retrieved = _retrieve(app, search.finish(vector))
-    passages = [Passage(i, r.chunk.chunk_text, r.hit.score_norm) for i, r in enumerate(retrieved)]
+    retrieved, vector = searcher.search(search_text)
+    passages = searcher.passages(retrieved)
     generator = generator_for(app)
-    answer_vector = _answer_vector(embedder, question, vector) if context else vector
-    claims = generator.generate(question=question, question_vector=answer_vector, passages=passages)
-    composition = compose(claims)
-    _record(execution, retrieved, composition, index_hash, embed_model, analyzer, started)
+    generation = None
+    if isinstance(generator, ModelGenerator):  # a model writes; its claims are verified
+        generation = generator.answer(
+            question=question, passages=passages, instructions=instructions
+        )
+        composition = generation_compose(generation)
+    else:
+        answer_vector = searcher.answer_vector(question, vector) if context else vector
+        claims = generator.generate(
+            question=question, question_vector=answer_vector, passages=passages
+        )
+        composition = compose(claims)
+    _record(execution, retrieved, composition, *identity, started, generation)
+
+
+def _passage(
+    index: int, r: _Retrieved, index_hash: str, embed_model: str, analyzer: str
+) -> Passage:
+    """A hit as a generator sees it: its text, a title naming document and section, and
+    the citation payload it is recorded with (what a model must cite)."""
+    payload = _payload(r, index_hash, embed_model, analyzer)
+    title = f"{r.chunk.file.name} › {r.chunk.section}" if r.chunk.section else r.chunk.file.name
+    return Passage(index, r.chunk.chunk_text, r.hit.score_norm, title, payload)
+
+
+def _payload(r: _Retrieved, index_hash: str, embed_model: str, analyzer: str) -> dict:
+    return citation_payload(
+        chunk=r.chunk,
+        index_hash=index_hash,
+        embed_model=embed_model,
+        analyzer=analyzer,
+        score_raw=r.hit.score_raw,
+        score_norm=r.hit.score_norm,
+        k_pos=r.k_pos,
+        k_final=r.k_final,
+    )
 
 
 # how much the conversation counts, beside the latest question, when sentences are
@@ -204,6 +342,8 @@ def _record(
     embed_model: str,
     analyzer: str,
     started: float,
+    generation: Generation | None = None,
+    stepped: SteppedEvidence | None = None,
 ) -> None:
     hits = [
         RetrievalHit(
@@ -220,16 +360,7 @@ def _record(
             lexical_rank=r.hit.lexical_rank,
             k_pos=r.k_pos,
             k_final=r.k_final,
-            payload=citation_payload(
-                chunk=r.chunk,
-                index_hash=index_hash,
-                embed_model=embed_model,
-                analyzer=analyzer,
-                score_raw=r.hit.score_raw,
-                score_norm=r.hit.score_norm,
-                k_pos=r.k_pos,
-                k_final=r.k_final,
-            ),
+            payload=_payload(r, index_hash, embed_model, analyzer),
         )
         for r in retrieved
     ]
@@ -247,7 +378,7 @@ def _record(
     traces = _traces(
         execution, retrieved, segments, composition, index_hash, embed_model, analyzer, now
     )
-    QueryExecution.objects.filter(pk=execution.pk).update(
+    completed = QueryExecution.objects.filter(pk=execution.pk, status=QueryStatus.RUNNING).update(
         answer=composition.answer,
         status=QueryStatus.COMPLETED,
         index_hash=index_hash,
@@ -257,8 +388,14 @@ def _record(
         latency_ms=(time.perf_counter() - started) * 1000,
         completed_at=now,
     )
+    if not completed:  # swept as stale meanwhile: this transaction's rows are rolled back
+        raise QueryAbandoned(f"query execution {execution.pk} was failed while it was answered")
     quoted = sorted(sources.values(), key=lambda s: int(s.quoted_as))
-    ledger_append([execution, *hits, *quoted, *claims, *traces])
+    if stepped is None:
+        model = model_evidence_create(execution, generation, hits, composition, claims)
+    else:  # the steps, what each cites, and the model calls that answered them
+        model = stepped.record(execution, hits, sources, claims)
+    ledger_append([execution, *hits, *quoted, *claims, *traces, *model])
 
 
 def _quoted_sources(execution, retrieved, hits, composition) -> dict[int, QuotedSource]:  # noqa: ANN001
@@ -303,7 +440,7 @@ def _claims(
                 query=execution,
                 quoted_source=sources[claim.passage],
                 segment=seg,
-                reply_sentence=claim.reply,
+                reply_sentence=composed.reply,
                 reply_start=composed.reply_start,
                 reply_end=composed.reply_end,
                 source_sentence=chunk.chunk_text[claim.source_start : claim.source_end],
@@ -413,4 +550,7 @@ def query_validate(*, execution: QueryExecution) -> dict:
     status = next((r["result"] for r in results if r["result"] != "ok"), "ok")
     if not results:
         status = "empty_citations"
+    quoted_as = list(execution.quoted_sources.values_list("quoted_as", flat=True))
+    if not markers_match(execution.answer, quoted_as):
+        status = "marker_mismatch"
     return {"query_id": str(execution.pk), "result": status, "segments": results}

@@ -2,9 +2,11 @@
 
 Return codes: ``ok``, ``empty_citations``, ``missing_<field>``, ``bad_offsets``,
 ``cross_section_reuse``, ``missing_score``, ``mismatch_index_hash``,
-``analyzer_mismatch``, and three of ours: ``revision_mismatch`` (the revision
-lock), ``embed_model_mismatch`` (the payload's model is not the live index's)
-and ``invalid_<field>`` (a field of the wrong type or range: ``"tokens": "many"``).
+``analyzer_mismatch``, and four of ours: ``revision_mismatch`` (the revision
+lock), ``embed_model_mismatch`` (the payload's model is not the live index's),
+``marker_mismatch`` (a stored answer's ``[n]`` markers are not exactly its quoted
+sources, numbered in order of first use) and ``invalid_<field>`` (a field of the wrong
+type or range: ``"tokens": "many"``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ RETURN_CODES = (
     "analyzer_mismatch",
     "revision_mismatch",
     "embed_model_mismatch",
+    "marker_mismatch",
     *(f"missing_{field}" for field in REQUIRED_FIELDS),
     *(f"invalid_{field}" for field in (*_TEXT_FIELDS, *_COUNTS, *_SCORES)),
 )
@@ -53,6 +56,10 @@ LATER_MEANINGS = {
     ),
     "analyzer_mismatch": "the full-text search configuration changed since this answer.",
     "embed_model_mismatch": "the embedding model of the index changed since this answer.",
+    "marker_mismatch": (
+        "the answer's [n] markers are not exactly its quoted sources: the recorded answer "
+        "text was changed after it was given."
+    ),
 }
 
 

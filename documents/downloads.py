@@ -16,6 +16,7 @@ from django.http import FileResponse
 
 from documents.models import File
 from documents.storage import original_open
+from documents.uploads import is_hidden_format_character
 
 _NOT_PLAIN = re.compile(r'[^\x20-\x7e]|["\\;%]')
 
@@ -36,6 +37,9 @@ def ascii_filename(name: str) -> str:
 
 
 def content_disposition(name: str) -> str:
+    """Both names of RFC 6266, without invisible formatting characters: a name stored
+    before they were refused must not reorder its extension on the client's screen."""
+    name = "".join(ch for ch in name if not is_hidden_format_character(ch)) or "download"
     fallback = ascii_filename(name)
     if fallback == name:
         return f'attachment; filename="{name}"'

@@ -1,10 +1,13 @@
 """The ingestion pipeline's stages: convert → chunk → embed → ready.
 
 Each stage claims its file with a conditional UPDATE (status + an expired or
-absent lease), so a stage runs at most once at a time per file however many
-workers or duplicate messages there are; each replaces its own output
-atomically, so re-running it never duplicates anything. A worker that dies
-leaves a lease that expires; :func:`ingestion_resume_stalled` re-queues it.
+absent lease, :mod:`documents.leases`), so a stage runs at most once at a time
+per file however many workers or duplicate messages there are; a heartbeat of
+the process doing the work keeps the lease while it runs, and each stage
+replaces its own output atomically, so re-running it never duplicates anything.
+A worker that dies leaves a lease that expires; :func:`ingestion_resume_stalled`
+re-queues it. The embed stage runs in slices that go to the back of the queue,
+so a large file never holds back the files uploaded after it.
 """
 
 from __future__ import annotations
@@ -14,18 +17,21 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q, QuerySet
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from documents.chunking import chunk_markdown
 from documents.converters import Conversion, ConversionError
 from documents.converters.base import ProgressReport, SourceSpan
 from documents.converters.sandbox import pdf_words_isolated
+from documents.leases import Lease, LeaseLost, heartbeat, lease_claim, lease_pass
 from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
 from documents.models import (
@@ -58,46 +64,92 @@ def ingestion_queue(*, file_id: uuid.UUID, queue: str | None = None) -> None:
     transaction.on_commit(lambda: pipeline_for(str(file_id), queue=queue).apply_async())
 
 
-def _lease() -> timezone.datetime:
-    return timezone.now() + timedelta(seconds=settings.PROVENANCE_INGEST_LEASE_SECONDS)
-
-
-def _claim(file_id: str, *, statuses: tuple[str, ...], working: str) -> bool:
-    """Take the file for one stage; False if another worker holds it or it moved on."""
-    now = timezone.now()
-    claimed = (
-        File.objects.filter(pk=file_id, status__in=statuses)
-        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
-        .update(status=working, lease_expires_at=_lease(), updated_at=now)
-    )
-    return claimed == 1
-
-
-def _advance(file_id: str, *, to: str, **fields: object) -> None:
-    File.objects.filter(pk=file_id).update(
-        status=to, lease_expires_at=None, updated_at=timezone.now(), **fields
+def _advance(rows: QuerySet[File], *, to: str, **fields: object) -> int:
+    """Move the file(s) in ``rows`` to status ``to``, releasing the lease."""
+    return rows.update(
+        status=to, lease_owner="", lease_expires_at=None, updated_at=timezone.now(), **fields
     )
 
 
-def file_fail(*, file_id: str, reason: str, refused_by: str = "") -> None:
+def _in_progress(file_id: str) -> QuerySet[File]:
+    return File.objects.filter(pk=file_id, status__in=IN_PROGRESS_STATUSES)
+
+
+def file_fail(
+    *, file_id: str, reason: str, refused_by: str = "", lease: Lease | None = None
+) -> None:
     """End ingestion with a reason a person can act on; the bytes stay stored.
-    ``refused_by`` names the converter that refuses these bytes for good.
+    ``refused_by`` names the converter that refuses these bytes for good, or the
+    per-file limit they exceed. With ``lease``, only while that claim holds the
+    file; without, only while the file is in progress (a cancelled or finished
+    file keeps its outcome).
 
     A file converted again (:func:`file_reconvert`) still has its published
     Markdown and chunks: it goes back to ``ready`` on them, with the reason."""
     logger.warning("ingestion of %s failed: %s", file_id, reason)
+    rows = lease.rows() if lease is not None else _in_progress(file_id)
     active = DocumentMarkdown.objects.filter(file_id=file_id, is_active=True).first()
     if active is not None:
         message = f"converting again failed; the previous conversion stays in use: {reason}"
-        _ready_on(file_id, active, error_message=message[:2000])
+        _ready_on(rows, active, error_message=message[:2000])
         return
-    _advance(file_id, to=FileStatus.FAILED, error_message=reason[:2000], refused_by=refused_by)
+    _advance(rows, to=FileStatus.FAILED, error_message=reason[:2000], refused_by=refused_by)
 
 
-def _ready_on(file_id: str, markdown: DocumentMarkdown, **fields: object) -> None:
+def _ready_on(rows: QuerySet[File], markdown: DocumentMarkdown, **fields: object) -> None:
     """``ready`` on a published conversion, its chunk count as progress."""
     chunks = Chunk.objects.filter(markdown=markdown).count()
-    _advance(file_id, to=FileStatus.READY, progress_done=chunks, progress_total=chunks, **fields)
+    _advance(rows, to=FileStatus.READY, progress_done=chunks, progress_total=chunks, **fields)
+
+
+# --- per-file limits -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileLimit:
+    """A bound on what one file may make, so a runaway file (one 20 MB line, a
+    generated book) fails with a reason instead of holding every worker for an
+    hour; named by its setting, which an operator can raise."""
+
+    setting: str
+    unit: str
+
+    @property
+    def value(self) -> int:
+        return getattr(settings, self.setting)
+
+    @property
+    def label(self) -> str:
+        """What ``File.refused_by`` records: the limit and its value at the time."""
+        return f"{self.setting}={self.value}"
+
+    def refusal(self, amount: int) -> str | None:
+        """The reason a file making ``amount`` is refused, or ``None`` within the limit."""
+        if amount <= self.value:
+            return None
+        return (
+            f"the document makes {amount:,} {self.unit}, more than the {self.value:,} a file "
+            f"may make ({self.setting}): split it into smaller files, or ask an operator to "
+            "raise the limit and retry"
+        )
+
+
+MARKDOWN_LIMIT = FileLimit("PROVENANCE_MAX_MARKDOWN_BYTES", "bytes of Markdown")
+CHUNKS_LIMIT = FileLimit("PROVENANCE_MAX_CHUNKS_PER_FILE", "chunks")
+
+
+class LimitExceeded(Exception):
+    """A file makes more than a :class:`FileLimit` allows."""
+
+    def __init__(self, limit: FileLimit, reason: str) -> None:
+        super().__init__(reason)
+        self.limit, self.reason = limit, reason
+
+
+def _limit_check(limit: FileLimit, amount: int) -> None:
+    reason = limit.refusal(amount)
+    if reason is not None:
+        raise LimitExceeded(limit, reason)
 
 
 # --- stage 1: convert -------------------------------------------------------------
@@ -105,10 +157,21 @@ def _ready_on(file_id: str, markdown: DocumentMarkdown, **fields: object) -> Non
 
 def file_convert(*, file_id: str) -> bool:
     """Convert the original bytes to Markdown with a location map (in a sandbox)."""
-    if not _claim(
+    lease = lease_claim(
         file_id, statuses=(FileStatus.PENDING, FileStatus.CONVERTING), working=FileStatus.CONVERTING
-    ):
+    )
+    if lease is None:
         return False
+    with heartbeat(lease):
+        try:
+            return _convert_held(lease)
+        except LeaseLost:
+            logger.info("conversion of %s stopped: cancelled or taken over", file_id)
+            return False
+
+
+def _convert_held(lease: Lease) -> bool:
+    file_id = lease.file_id
     record = File.objects.get(pk=file_id)
     File.objects.filter(pk=file_id).update(
         attempts=record.attempts + 1, error_message="", progress_done=0, progress_total=0
@@ -120,14 +183,17 @@ def file_convert(*, file_id: str) -> bool:
     with ThreadPoolExecutor(max_workers=1) as reader:
         words = reader.submit(_page_words_read, data, file_id) if record.kind == "pdf" else None
         try:
-            conversion = _convert(data, record.kind, progress=_conversion_progress(file_id))
+            conversion = _convert(data, record.kind, progress=_conversion_progress(lease))
+            _limit_check(MARKDOWN_LIMIT, len(conversion.markdown.encode()))
         except ConversionError as exc:
             refused_by = converter_label(record.kind) if exc.permanent else ""
-            file_fail(file_id=file_id, reason=exc.reason, refused_by=refused_by)
+            file_fail(file_id=file_id, reason=exc.reason, refused_by=refused_by, lease=lease)
+            return False
+        except LimitExceeded as exc:
+            file_fail(file_id=file_id, reason=exc.reason, refused_by=exc.limit.label, lease=lease)
             return False
         page_words = words.result() if words else None
-    _markdown_store(record, conversion, page_words)
-    return True
+    return _markdown_store(lease, record, conversion, page_words)
 
 
 def converter_label(kind: str) -> str:
@@ -140,8 +206,14 @@ def converter_label(kind: str) -> str:
 
 def retry_can_help(file: File) -> bool:
     """A failed file is worth retrying unless the current converter refused its bytes
-    for good (a newer converter version may read them)."""
-    return file.status == FileStatus.FAILED and file.refused_by != converter_label(file.kind)
+    for good (a newer converter version may read them) or they exceed a per-file
+    limit as it stands (a raised one may let them through); a deleted one is not."""
+    hopeless = {converter_label(file.kind), MARKDOWN_LIMIT.label, CHUNKS_LIMIT.label}
+    return (
+        file.status == FileStatus.FAILED
+        and file.deleted_at is None
+        and file.refused_by not in hopeless
+    )
 
 
 def _convert(data: bytes, kind: str, *, progress: ProgressReport | None = None) -> Conversion:
@@ -160,28 +232,34 @@ def _convert(data: bytes, kind: str, *, progress: ProgressReport | None = None) 
     )
 
 
-def _conversion_progress(file_id: str) -> ProgressReport:
+def _conversion_progress(lease: Lease) -> ProgressReport:
     """Pages converted so far, saved on the file as the sandbox reports them (every
-    half second at most) with a renewed lease: a long conversion is neither a
-    silent one nor taken for a dead worker's."""
+    half second at most): a long conversion is not a silent one. It is also where a
+    conversion hears that it was cancelled: :class:`LeaseLost` stops the sandbox."""
 
     def save(done: int, total: int) -> None:
-        File.objects.filter(pk=file_id, status=FileStatus.CONVERTING).update(
-            progress_done=done, progress_total=total, lease_expires_at=_lease()
-        )
+        if not lease.rows().update(progress_done=done, progress_total=total):
+            raise LeaseLost(lease.file_id)
 
     return save
 
 
 @transaction.atomic
-def _markdown_store(record: File, conversion: Conversion, page_words: bytes | None = None) -> None:
+def _markdown_store(
+    lease: Lease, record: File, conversion: Conversion, page_words: bytes | None = None
+) -> bool:
+    """Store the draft Markdown and move on to chunking; False (nothing stored) if
+    the file was cancelled, deleted or taken over meanwhile."""
+    if not lease.hold_locked():
+        return False
     if not conversion.markdown[conversion.body_start :].strip():
         file_fail(
             file_id=str(record.pk),
             reason="the document contains no text",
             refused_by=converter_label(record.kind),
+            lease=lease,
         )
-        return
+        return True
     published = DocumentMarkdown.objects.filter(
         file=record,
         converter=conversion.converter,
@@ -190,10 +268,10 @@ def _markdown_store(record: File, conversion: Conversion, page_words: bytes | No
     ).first()
     if published is not None:  # converted again by a version it had (a rollback, an old worker)
         if published.is_active:
-            _ready_on(str(record.pk), published)
+            _ready_on(lease.rows(), published)
         else:  # its chunks and vectors are all still stored: publish it again
-            _publish(str(record.pk), published)
-        return
+            _publish(lease, published)
+        return True
     markdown, _ = DocumentMarkdown.objects.update_or_create(
         file=record,
         converter=conversion.converter,
@@ -216,15 +294,17 @@ def _markdown_store(record: File, conversion: Conversion, page_words: bytes | No
         markdown=markdown, defaults={"spans": spans, "page_words": page_words}
     )
     pages = conversion.page_count or 0
-    _advance(str(record.pk), to=FileStatus.CHUNKING, progress_done=pages, progress_total=pages)
+    _advance(lease.rows(), to=FileStatus.CHUNKING, progress_done=pages, progress_total=pages)
+    return True
 
 
-def _draft_markdown(file_id: str) -> DocumentMarkdown | None:
-    return (
-        DocumentMarkdown.objects.filter(file_id=file_id, published_at__isnull=True)
-        .order_by("-created_at")
-        .first()
-    )
+def _draft_markdown(file_id: str, *, text: bool = True) -> DocumentMarkdown | None:
+    """The conversion being ingested; without its ``text`` (the embed stage, which
+    reads it once per slice, needs only its id)."""
+    drafts = DocumentMarkdown.objects.filter(file_id=file_id, published_at__isnull=True)
+    if not text:
+        drafts = drafts.only("id", "file_id", "created_at")
+    return drafts.order_by("-created_at").first()
 
 
 # --- stage 2: chunk ---------------------------------------------------------------
@@ -232,17 +312,23 @@ def _draft_markdown(file_id: str) -> DocumentMarkdown | None:
 
 def file_chunk(*, file_id: str) -> bool:
     """Cut the Markdown into chunks with their Locations, replacing any earlier try."""
-    if not _claim(file_id, statuses=(FileStatus.CHUNKING,), working=FileStatus.CHUNKING):
+    lease = lease_claim(file_id, statuses=(FileStatus.CHUNKING,), working=FileStatus.CHUNKING)
+    if lease is None:
         return False
-    markdown = _draft_markdown(file_id)
-    if markdown is None:
-        file_fail(file_id=file_id, reason="converted Markdown is missing; retry the file")
-        return False
-    # the rows are computed before the transaction opens: it only deletes an earlier
-    # try and writes
-    chunks, locations = _chunk_rows(markdown)
-    _chunks_replace(markdown, chunks, locations)
-    return True
+    with heartbeat(lease):
+        markdown = _draft_markdown(file_id)
+        if markdown is None:
+            reason = "converted Markdown is missing; retry the file"
+            file_fail(file_id=file_id, reason=reason, lease=lease)
+            return False
+        # the rows are computed before the transaction opens: it only deletes an earlier
+        # try and writes
+        try:
+            chunks, locations = _chunk_rows(markdown)
+        except LimitExceeded as exc:
+            file_fail(file_id=file_id, reason=exc.reason, refused_by=exc.limit.label, lease=lease)
+            return False
+        return _chunks_replace(lease, markdown, chunks, locations)
 
 
 def _chunk_rows(markdown: DocumentMarkdown) -> tuple[list[Chunk], list[Location]]:
@@ -264,6 +350,7 @@ def _chunk_rows(markdown: DocumentMarkdown) -> tuple[list[Chunk], list[Location]
         target=settings.PROVENANCE_CHUNK_TARGET_TOKENS,
         overlap=settings.PROVENANCE_CHUNK_OVERLAP_TOKENS,
     )
+    _limit_check(CHUNKS_LIMIT, len(chunk_spans))  # before the costly locating
     locator = Locator(structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words)
     database_id = record.data_source.vector_database_id
     chunks, locations = [], []
@@ -297,17 +384,24 @@ def _chunk_rows(markdown: DocumentMarkdown) -> tuple[list[Chunk], list[Location]
 
 @transaction.atomic
 def _chunks_replace(
-    markdown: DocumentMarkdown, chunks: list[Chunk], locations: list[Location]
-) -> None:
-    Location.objects.filter(chunk__markdown=markdown).delete()
-    Chunk.objects.filter(markdown=markdown).delete()
+    lease: Lease, markdown: DocumentMarkdown, chunks: list[Chunk], locations: list[Location]
+) -> bool:
+    """Store the chunks and move on to embedding; False (nothing stored) if the file
+    was cancelled, deleted or taken over meanwhile."""
+    if not lease.hold_locked():
+        return False
+    earlier = Chunk.objects.filter(markdown=markdown)
+    if earlier.exists():  # an earlier try of this stage: a worker died, a retry
+        # by chunk id, not a join: a self-join planned on stale statistics (a bulk
+        # load just now) can scan the whole table once per location
+        Location.objects.filter(chunk_id__in=earlier.values("pk")).delete()
+        earlier.delete()
     Chunk.objects.bulk_create(chunks, batch_size=500)
     Location.objects.bulk_create(locations, batch_size=1000)
     # the words have served: the boxes are stored; a later try reads them again
     SourceBoxes.objects.filter(markdown=markdown, page_words__isnull=False).update(page_words=None)
-    _advance(
-        str(markdown.file_id), to=FileStatus.EMBEDDING, progress_done=0, progress_total=len(chunks)
-    )
+    _advance(lease.rows(), to=FileStatus.EMBEDDING, progress_done=0, progress_total=len(chunks))
+    return True
 
 
 def _page_words(record: File) -> DocumentWords | None:
@@ -353,30 +447,70 @@ def _words_unpacked(packed: bytes, file_id: object) -> DocumentWords | None:
 # --- stage 3: embed ---------------------------------------------------------------
 
 
-def file_embed(*, file_id: str) -> bool:
+def file_embed(
+    *, file_id: str, turn: str | None = None, slice_seconds: float | None = None
+) -> bool:
     """Embed the chunks still without a vector, then publish.
 
+    A worker runs this in slices of ``slice_seconds``: when a slice is over and
+    chunks are left, the file goes to the back of its queue (:func:`_turn_pass`),
+    so the stages of every other file waiting there, a one-page upload of another
+    organization among them, run before its next slice. ``turn`` is the token a
+    slice left for the next one; ``None`` starts the stage (or takes over a file
+    whose worker died). Without ``slice_seconds`` the call embeds the whole file.
+
     The stage's owner (it holds the lease) asks idle worker processes to share
-    the work (:func:`file_embed_share`): everyone takes batches with ``FOR UPDATE
-    SKIP LOCKED``, so no chunk is embedded twice at once, and a helper that dies
-    rolls its batch back for the owner to redo. The owner publishes only once no
-    chunk is left without a vector.
+    its slice (:func:`file_embed_share`): everyone takes batches with ``FOR UPDATE
+    SKIP LOCKED``, so no chunk is embedded twice, and a helper that dies rolls its
+    batch back for the owner to redo. The owner publishes only once no chunk is
+    left without a vector. Every batch starts with a check that the file is still
+    this slice's, so a cancellation or deletion stops it within a batch.
     """
-    if not _claim(file_id, statuses=(FileStatus.EMBEDDING,), working=FileStatus.EMBEDDING):
+    lease = lease_claim(
+        file_id, statuses=(FileStatus.EMBEDDING,), working=FileStatus.EMBEDDING, turn=turn
+    )
+    if lease is None:
         return False
-    markdown = _draft_markdown(file_id)
-    if markdown is None:
-        file_fail(file_id=file_id, reason="chunks are missing; retry the file")
-        return False
-    _vectors_reuse(file_id, markdown)
-    sharing = 1 + _helpers_request(file_id, markdown)
-    while True:
-        while _batch_embed(file_id, markdown, wait=False, sharing=sharing):
-            pass
+    with heartbeat(lease):
+        markdown = _draft_markdown(file_id, text=False)
+        if markdown is None:
+            file_fail(file_id=file_id, reason="chunks are missing; retry the file", lease=lease)
+            return False
+        if turn is None:
+            _vectors_reuse(file_id, markdown)
+        return _embed_slice(lease, markdown, slice_seconds)
+
+
+def _embed_slice(lease: Lease, markdown: DocumentMarkdown, slice_seconds: float | None) -> bool:
+    """Batches until the slice is over (then the next turn is queued), the file is
+    published, or the file is no longer this slice's (False)."""
+    file_id = lease.file_id
+    sharing = 1 + _helpers_request(file_id, markdown, slice_seconds)
+    deadline = None if slice_seconds is None else time.monotonic() + slice_seconds
+    while lease.held():
+        if _batch_embed(file_id, markdown, wait=False, sharing=sharing):
+            over = deadline is not None and time.monotonic() >= deadline
+            if over and Chunk.objects.filter(markdown=markdown, embedding__isnull=True).exists():
+                return _turn_pass(lease)  # else publish now, not a turn later
+            continue
         # batches other processes hold: wait for them to commit (or roll back)
         if not _batch_embed(file_id, markdown, wait=True, sharing=sharing):
-            break
-    _publish(file_id, markdown)
+            return _publish(lease, markdown)
+    logger.info("embedding of %s stopped: cancelled, deleted or taken over", file_id)
+    return False
+
+
+def _turn_pass(lease: Lease) -> bool:
+    """Queue the file's next slice at the back of its queue, with the token only that
+    message can claim the file with."""
+    from documents.tasks import embed_file
+
+    turn = lease_pass(lease)
+    if turn is None:
+        return False
+    queue = _queue_for(lease.file_id)
+    options = {"queue": queue} if queue else {}
+    embed_file.apply_async((lease.file_id, turn), **options)
     return True
 
 
@@ -421,42 +555,63 @@ def _vectors_reuse(file_id: str, markdown: DocumentMarkdown) -> int:
     return reused
 
 
-def file_embed_share(*, file_id: str, markdown_id: str, sharing: int = 2) -> int:
+def file_embed_share(
+    *, file_id: str, markdown_id: str, sharing: int = 2, slice_seconds: float | None = None
+) -> int:
     """Help the owner of a file's embed stage; returns how many batches this embedded.
 
-    Holds no lease and never publishes: it only fills vectors of the draft the
-    owner is embedding, and stops as soon as nothing is left to take. ``sharing``
-    is how many processes the owner asked to embed the file, itself included.
+    Holds no lease (it never renews one) and never publishes: it only fills vectors
+    of the draft the owner is embedding, for one slice at most, and stops as soon
+    as nothing is left to take or the file is no longer being embedded (cancelled,
+    deleted). ``sharing`` is how many processes the owner asked to embed the file,
+    itself included.
     """
-    markdown = DocumentMarkdown.objects.filter(
-        pk=markdown_id, file_id=file_id, published_at__isnull=True
-    ).first()
-    if (
-        markdown is None
-        or not File.objects.filter(pk=file_id, status=FileStatus.EMBEDDING).exists()
-    ):
-        return 0
+    markdown = (
+        DocumentMarkdown.objects.filter(pk=markdown_id, file_id=file_id, published_at__isnull=True)
+        .only("id", "file_id")
+        .first()
+    )
+    embedding = File.objects.filter(
+        pk=file_id, status=FileStatus.EMBEDDING, deleted_at__isnull=True
+    )
+    deadline = None if slice_seconds is None else time.monotonic() + slice_seconds
     batches = 0
-    while _batch_embed(file_id, markdown, wait=False, sharing=sharing):
+    while markdown is not None and embedding.exists():
+        if not _batch_embed(file_id, markdown, wait=False, sharing=sharing):
+            break
         batches += 1
+        if deadline is not None and time.monotonic() >= deadline:
+            break
     return batches
 
 
-def _helpers_request(file_id: str, markdown: DocumentMarkdown) -> int:
-    """Queue helpers when the file has at least two full batches per helper's worth
-    to embed; returns how many were asked for (a busy pool may start fewer)."""
+def _helpers_request(file_id: str, markdown: DocumentMarkdown, slice_seconds: float | None) -> int:
+    """Queue helpers for this slice when no other file is being ingested (they would
+    only give this one a larger share of a busy pool) and the file has at least two
+    full batches per helper's worth to embed; returns how many were asked for (a
+    busy pool may start fewer)."""
     helpers = settings.PROVENANCE_EMBED_HELPERS
+    if helpers == 0 or _others_in_progress(file_id):
+        return 0
     missing = Chunk.objects.filter(markdown=markdown, embedding__isnull=True).count()
     wanted = max(0, min(helpers, missing // settings.PROVENANCE_EMBED_BATCH_SIZE - 1))
     if wanted > 0:
         from documents.tasks import embed_file_share
 
-        share = embed_file_share.s(file_id, str(markdown.pk), wanted + 1)
+        share = embed_file_share.s(file_id, str(markdown.pk), wanted + 1, slice_seconds)
         queue = _queue_for(file_id)
         options = {"queue": queue} if queue else {}
         for _ in range(wanted):
             share.apply_async(**options)
     return wanted
+
+
+def _others_in_progress(file_id: str) -> bool:
+    return (
+        File.objects.filter(status__in=IN_PROGRESS_STATUSES, deleted_at__isnull=True)
+        .exclude(pk=file_id)
+        .exists()
+    )
 
 
 def _queue_for(file_id: str) -> str | None:
@@ -506,10 +661,14 @@ def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool, sharin
 
 
 def _embed_progress_save(file_id: str, markdown: DocumentMarkdown) -> None:
-    """Chunks with a vector so far, as the file's progress, with a renewed lease."""
-    done = Chunk.objects.filter(markdown=markdown, embedding__isnull=False).count()
+    """Chunks with a vector so far, as the file's progress: the total less those left
+    (counted off the partial index of chunks to embed), never lower than a count
+    saved before, so processes sharing the file never move it backwards. The lease
+    is left alone: only the owner's heartbeat renews it."""
+    left = Chunk.objects.filter(markdown=markdown, embedding__isnull=True).count()
     File.objects.filter(pk=file_id, status=FileStatus.EMBEDDING).update(
-        progress_done=done, lease_expires_at=_lease(), updated_at=timezone.now()
+        progress_done=Greatest(F("progress_done"), F("progress_total") - left),
+        updated_at=timezone.now(),
     )
 
 
@@ -531,10 +690,12 @@ def _batch_size(file_id: str, *, sharing: int) -> int:
 
 
 @transaction.atomic
-def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
-    """Make the new Markdown the active one and supersede older revisions."""
+def _publish(lease: Lease, markdown: DocumentMarkdown) -> bool:
+    """Make the new Markdown the active one and supersede older revisions; False
+    (nothing published) if the file was cancelled, deleted or taken over."""
     from retrieval.services import chunks_retrievable_set
 
+    file_id = lease.file_id
     now = timezone.now()
     document = File.objects.values("data_source_id", "name", "revision").get(pk=file_id)
     # this revision and every older one, locked newest first as file_delete locks them:
@@ -550,6 +711,8 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
         .order_by("-revision")
     )
     record, older = locked[0], [revision.pk for revision in locked[1:]]  # revisions are unique
+    if record.lease_owner != lease.token:
+        return False
     DocumentMarkdown.objects.filter(file=record, is_active=True).update(is_active=False)
     DocumentMarkdown.objects.filter(pk=markdown.pk).update(is_active=True, published_at=now)
     File.objects.filter(pk__in=older, superseded_at__isnull=True).update(superseded_at=now)
@@ -561,17 +724,21 @@ def _publish(file_id: str, markdown: DocumentMarkdown) -> None:
         # a revision converted again after a newer one was published stays hidden
         chunks_retrievable_set(Chunk.objects.filter(markdown=markdown), retrievable=True)
     # ready_at says when this revision first became ready, not when it was converted again
-    _ready_on(file_id, markdown, ready_at=record.ready_at or now)
+    _ready_on(lease.rows(), markdown, ready_at=record.ready_at or now)
+    return True
 
 
 # --- recovery and retries -------------------------------------------------------
 
 
 def ingestion_resume_stalled() -> list[str]:
-    """Re-queue files whose worker died (lease expired) or whose message was lost."""
+    """Re-queue files whose worker died (lease expired: its heartbeat stopped) or
+    whose message may have been lost (no lease, and no news for
+    ``PROVENANCE_INGEST_REQUEUE_SECONDS``: long, as a file waiting behind a
+    backlog looks the same)."""
     now = timezone.now()
-    quiet = now - timedelta(seconds=settings.PROVENANCE_INGEST_LEASE_SECONDS)
-    stalled = File.objects.filter(status__in=IN_PROGRESS_STATUSES).filter(
+    quiet = now - timedelta(seconds=settings.PROVENANCE_INGEST_REQUEUE_SECONDS)
+    stalled = File.objects.filter(status__in=IN_PROGRESS_STATUSES, deleted_at__isnull=True).filter(
         Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True, updated_at__lt=quiet)
     )
     from documents.tasks import pipeline_for
@@ -579,7 +746,10 @@ def ingestion_resume_stalled() -> list[str]:
     file_ids = []
     for pk in stalled.values_list("pk", flat=True):
         file_id = str(pk)
-        File.objects.filter(pk=file_id).update(updated_at=now)
+        # still stalled (not claimed meanwhile): its expired lease goes, so the file is
+        # sent once per lease length, not at every sweep until a worker claims it
+        if not stalled.filter(pk=pk).update(updated_at=now, lease_expires_at=None):
+            continue
         logger.info("resuming stalled ingestion of %s", file_id)
         pipeline_for(file_id, queue=_queue_for(file_id)).apply_async()
         file_ids.append(file_id)
@@ -621,8 +791,8 @@ def file_reconvert(
 
 @transaction.atomic
 def file_retry(*, file: File) -> None:
-    """Run a failed file's ingestion again from the start."""
-    _requeue(file, status=FileStatus.FAILED)
+    """Run a failed (or cancelled) file's ingestion again from the start."""
+    _requeue(file, status=FileStatus.FAILED, deleted_at__isnull=True)
 
 
 def _requeue(file: File, *, queue: str | None = None, **still: object) -> bool:
@@ -631,6 +801,7 @@ def _requeue(file: File, *, queue: str | None = None, **still: object) -> bool:
         status=FileStatus.PENDING,
         error_message="",
         refused_by="",
+        lease_owner="",
         lease_expires_at=None,
         progress_done=0,
         progress_total=0,
@@ -639,6 +810,52 @@ def _requeue(file: File, *, queue: str | None = None, **still: object) -> bool:
     if updated:
         ingestion_queue(file_id=file.pk, queue=queue)
     return bool(updated)
+
+
+class NotCancellable(Exception):
+    """The file is not being ingested (ready, failed, deleted): there is nothing to stop."""
+
+
+@transaction.atomic
+def file_cancel(
+    *,
+    file: File,
+    user: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+    origin: str | None = None,
+    reason: str = "",
+) -> None:
+    """Stop the ingestion of a file that is not ready yet; recorded in the document's
+    ledger with ``reason`` (or the file's new error message when none is given).
+
+    The file ends ``failed`` "cancelled by <who>" (a file being converted again:
+    ``ready`` on its previous conversion, saying so) and can be retried. Its
+    queued stages exit at their claim, a running one at its next check: between
+    embedding batches, at a conversion's progress report (the sandbox is
+    stopped), or before a stage stores its output. Raises :class:`NotCancellable`
+    when the file is not in progress.
+    """
+    from audit.events import actor_label, document_event_record
+
+    status = File.objects.select_for_update().values_list("status", flat=True).get(pk=file.pk)
+    if status not in IN_PROGRESS_STATUSES:
+        raise NotCancellable(f"{file.name} is {status}: there is no ingestion to cancel")
+    message = f"cancelled by {actor_label(user, api_key)}"
+    _ingestion_stop(str(file.pk), reason=message)
+    document_event_record(
+        kind="cancellation",
+        file=file,
+        user=user,
+        api_key=api_key,
+        origin=origin,
+        reason=reason or message,
+    )
+
+
+def _ingestion_stop(file_id: str, *, reason: str) -> None:
+    """End a file's ingestion now, whatever stage holds it (the caller holds its row
+    lock): the lease token goes, so the stage's next check or write finds it gone."""
+    file_fail(file_id=file_id, reason=reason)
 
 
 class AlreadyDeleted(Exception):
@@ -655,12 +872,13 @@ def file_delete(
     origin: str | None = None,
 ) -> None:
     """Hide every revision of a document from retrieval; bytes, chunks and the
-    answers that cited them stay for evidence, and the deletion is recorded.
+    answers that cited them stay for evidence, and the deletion is recorded. A
+    revision still being ingested is cancelled (:func:`file_cancel`'s way).
 
     Raises :class:`AlreadyDeleted` when no revision is left to delete, so a
     repeated request records no second deletion.
     """
-    from audit.events import document_event_record
+    from audit.events import actor_label, document_event_record
     from retrieval.services import chunks_retrievable_set
 
     if not reason.strip():
@@ -679,6 +897,11 @@ def file_delete(
     document_event_record(
         kind="deletion", file=file, user=user, api_key=api_key, origin=origin, reason=reason
     )
+    stopped = f"cancelled: the document was deleted by {actor_label(user, api_key)}"
+    for pk in File.objects.filter(pk__in=live, status__in=IN_PROGRESS_STATUSES).values_list(
+        "pk", flat=True
+    ):
+        _ingestion_stop(str(pk), reason=stopped)
     now = timezone.now()
     File.objects.filter(pk__in=live).update(deleted_at=now, deletion_reason=reason)
     chunks_retrievable_set(Chunk.objects.filter(file__in=revisions), retrievable=False)

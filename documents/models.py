@@ -93,10 +93,12 @@ class FileStatus(models.TextChoices):
     """Ingestion state of one file revision.
 
     pending → converting → chunking → embedding → ready; any stage → failed
-    (with ``error_message``). A failed file can be retried (→ pending). A ready
-    file converted again (``reconvert``) goes ready → pending → … → ready and
-    stays searchable meanwhile; if that fails it is ready again on its previous
-    conversion, with ``error_message`` saying why.
+    (with ``error_message``), also when its ingestion is cancelled ("cancelled
+    by …") or its document deleted meanwhile. A failed file can be retried
+    (→ pending). A ready file converted again (``reconvert``) goes ready →
+    pending → … → ready and stays searchable meanwhile; if that fails or is
+    cancelled it is ready again on its previous conversion, with
+    ``error_message`` saying why.
     """
 
     PENDING = "pending"
@@ -144,9 +146,12 @@ class File(models.Model):
     progress_total = models.PositiveIntegerField(default=0)
     error_message = models.TextField(blank=True, default="")
     # "name version" of the converter that refused these bytes for good (encrypted,
-    # no text layer, malformed): retrying with it cannot help, a newer one may
+    # no text layer, malformed), or "SETTING=value" of the per-file limit they exceed:
+    # retrying with it cannot help, a newer converter or a raised limit may
     refused_by = models.CharField(max_length=120, blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
+    # the stage run holding the file (documents/leases.py): its token, renewed expiry
+    lease_owner = models.CharField(max_length=32, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

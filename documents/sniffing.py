@@ -4,10 +4,11 @@ text (Markdown vs plain text) and must not contradict the content."""
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
+
+from documents.json_limits import MAX_DOCUMENT_DEPTH, JsonTooDeep, json_loads_bounded
 
 CONTENT_TYPES = {
     "pdf": "application/pdf",
@@ -87,13 +88,22 @@ def _text_kind(head: bytes, extension_kind: str | None) -> str:
         return "html"
     if extension_kind in _TEXT_KINDS:
         return extension_kind
-    if stripped.startswith(("{", "[")):
-        try:
-            json.loads(text)
-            return "json"
-        except ValueError:
-            pass
+    if stripped.startswith(("{", "[")) and _is_json(text):
+        return "json"
     return "markdown" if stripped.startswith("#") else "text"
+
+
+def _is_json(text: str) -> bool:
+    """Whether ``text`` parses as JSON; one nested too deep to parse counts as JSON
+    (it opens with a bracket and nests as only JSON does), so its conversion is the
+    step that refuses it, with the reason, and the file stays."""
+    try:
+        json_loads_bounded(text, max_depth=MAX_DOCUMENT_DEPTH)
+    except JsonTooDeep:
+        return True
+    except ValueError:
+        return False
+    return True
 
 
 def sniff(*, head: bytes, name: str, path: str | None = None) -> Sniffed:

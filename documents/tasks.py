@@ -6,6 +6,7 @@ import logging
 
 from celery import chain, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from documents import ingestion
@@ -23,9 +24,9 @@ _OPTIONS = {
 }
 
 
-def _run_stage(stage, file_id: str) -> None:  # noqa: ANN001
+def _run_stage(stage, file_id: str, **options: object) -> None:  # noqa: ANN001
     try:
-        stage(file_id=file_id)
+        stage(file_id=file_id, **options)
     except TRANSIENT:
         raise
     except SoftTimeLimitExceeded:
@@ -46,16 +47,22 @@ def chunk_file(file_id: str) -> None:
 
 
 @shared_task(**_OPTIONS)
-def embed_file(file_id: str) -> None:
-    _run_stage(ingestion.file_embed, file_id)
+def embed_file(file_id: str, turn: str | None = None) -> None:
+    """One slice of a file's embedding; the next one is queued behind other work."""
+    slice_seconds = settings.PROVENANCE_EMBED_SLICE_SECONDS
+    _run_stage(ingestion.file_embed, file_id, turn=turn, slice_seconds=slice_seconds)
 
 
 @shared_task(**_OPTIONS)
-def embed_file_share(file_id: str, markdown_id: str, sharing: int = 2) -> None:
-    """A second process's share of one file's embedding; failures only log: the
-    stage's owner embeds whatever a helper leaves."""
+def embed_file_share(
+    file_id: str, markdown_id: str, sharing: int = 2, slice_seconds: float | None = None
+) -> None:
+    """A second process's share of one slice of a file's embedding; failures only
+    log: the stage's owner embeds whatever a helper leaves."""
     try:
-        ingestion.file_embed_share(file_id=file_id, markdown_id=markdown_id, sharing=sharing)
+        ingestion.file_embed_share(
+            file_id=file_id, markdown_id=markdown_id, sharing=sharing, slice_seconds=slice_seconds
+        )
     except TRANSIENT:
         raise
     except Exception:

@@ -42,12 +42,32 @@ class UploadResult:
     duplicate: bool
 
 
+# Format characters a name needs: the zero-width (non-)joiner is spelling in Persian and
+# Indic scripts. Every other one (Unicode category Cf) is invisible, and some reorder
+# what follows them: "invoice\u202efdp.exe" shows as "invoiceexe.pdf".
+_NEEDED_FORMAT_CHARACTERS = frozenset("\u200c\u200d")
+
+
+def is_hidden_format_character(ch: str) -> bool:
+    """An invisible formatting character a file name must not carry (bidi overrides
+    and isolates, LRM/RLM, zero-width space, BOM, ...)."""
+    return unicodedata.category(ch) == "Cf" and ch not in _NEEDED_FORMAT_CHARACTERS
+
+
 def filename_sanitize(raw: str) -> str:
-    """A safe display name; path parts, control characters and NULs are refused."""
+    """A safe display name; path parts, control characters, NULs and invisible
+    formatting characters (bidi overrides) are refused."""
     if not raw or not raw.strip():
         raise UploadRejected("the file has no name", code="invalid_filename")
     if "\x00" in raw or any(unicodedata.category(ch) == "Cc" for ch in raw):
         raise UploadRejected("the file name contains control characters", code="invalid_filename")
+    hidden = next((ch for ch in raw if is_hidden_format_character(ch)), None)
+    if hidden is not None:
+        raise UploadRejected(
+            f"the file name contains an invisible formatting character (U+{ord(hidden):04X}), "
+            "which can disguise its extension",
+            code="invalid_filename",
+        )
     if "/" in raw or "\\" in raw or raw.strip() in {".", ".."}:
         raise UploadRejected("the file name must not contain a path", code="invalid_filename")
     name = unicodedata.normalize("NFC", raw.strip())

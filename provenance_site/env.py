@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -14,8 +15,11 @@ def env_str(name: str, default: str = "") -> str:
     """A string setting; ``NAME_FILE`` (a path) wins over ``NAME`` for secrets."""
     path = os.environ.get(f"{name}_FILE")
     if path:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read().strip()
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {exc}") from exc
     return os.environ.get(name, default)
 
 
@@ -49,3 +53,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+_RATE = re.compile(r"^\d+/(s|sec|second|m|min|minute|h|hour|d|day)$")
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A request rate, ``"N/min"`` (``s``, ``min``, ``hour``, ``day``); empty or
+    ``off`` for no limit."""
+    raw = os.environ.get(name, default).strip()
+    if raw.lower() in ("", "off"):
+        return None
+    if not _RATE.match(raw):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a rate such as 60/min (or off)")
+    return raw

@@ -2,10 +2,16 @@
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import AllowAny
 
 from citations.api.views import CitationValidateView
+from provenance_site.api_docs import ApiDocsView
+
+handler400 = "provenance_site.error_pages.bad_request"
+handler403 = "provenance_site.error_pages.permission_denied"
+handler404 = "provenance_site.error_pages.page_not_found"
+handler500 = "provenance_site.error_pages.server_error"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -18,11 +24,7 @@ urlpatterns = [
         SpectacularAPIView.as_view(permission_classes=[AllowAny]),
         name="openapi-schema",
     ),
-    path(
-        "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="openapi-schema", permission_classes=[AllowAny]),
-        name="api-docs",
-    ),
+    path("api/docs/", ApiDocsView.as_view(url_name="openapi-schema"), name="api-docs"),
     path("accounts/", include("documents.web.auth_urls")),
     path("library/", include("documents.web.urls")),
     path("", include("citations.web.urls")),

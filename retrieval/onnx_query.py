@@ -308,12 +308,18 @@ def query_encoder(model_dir: Path, tokenizer: Any, precision: str = "fp32") -> Q
     return OnnxQueryEncoder(target, tokenizer, threads=threads)
 
 
-def document_encoder(model_dir: Path, tokenizer: Any, *, threads: int) -> QueryEncoder:
-    """The export on OpenVINO in bf16 for batches of documents: ~40 % more chunks/s
-    than torch's bf16 on one thread (AMD EPYC, avx512_bf16: 97 against 69 chunks of
-    60-200 tokens per second), vectors within cosine 0.9999 of torch's. Raises when
-    OpenVINO cannot serve bf16 here; the caller keeps torch then."""
-    return OpenVinoQueryEncoder(_exported(model_dir, tokenizer), tokenizer, threads=threads)
+def document_encoder(
+    model_dir: Path, tokenizer: Any, *, threads: int, precision: str = "bf16"
+) -> QueryEncoder:
+    """The export for batches of documents: in bf16 on OpenVINO (more chunks/s than
+    torch's bf16, vectors within cosine 0.9999 of torch's fp32), in fp32 on ONNX
+    Runtime (CPUs without native bf16: faster than torch's fp32, the same vectors to
+    cosine 0.99999; bench/results/ has the figures per host). Raises when the
+    runtime cannot serve here; the caller keeps torch then."""
+    target = _exported(model_dir, tokenizer)
+    if precision == "bf16":
+        return OpenVinoQueryEncoder(target, tokenizer, threads=threads)
+    return OnnxQueryEncoder(target, tokenizer, threads=threads)
 
 
 def _exported(model_dir: Path, tokenizer: Any) -> Path:

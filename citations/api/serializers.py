@@ -8,8 +8,14 @@ from django.urls import reverse
 from rest_framework import serializers
 from rest_framework.request import Request
 
+from citations.api.model_output import AuditableOutput, ClaimCheckOutput, ModelCallOutput
 from citations.models import ClaimCitation, QueryExecution, QuotedSource
 from citations.places import quoted_places
+
+_MEMBERS_ONLY = (
+    "internal: null unless the caller acts for the app's organization (a public app's "
+    "other callers do not see it)"
+)
 
 
 class QueryInput(serializers.Serializer):
@@ -70,6 +76,14 @@ class RetrievalHitOutput(serializers.Serializer):
 
 class QueryExecutionDetailOutput(QueryExecutionOutput):
     hits = RetrievalHitOutput(many=True)
+    written_by = serializers.CharField(
+        help_text="provider:model of the model that wrote the answer, or extractive"
+    )
+    auditable = AuditableOutput(help_text="the retrieval-traceability auditable answer block")
+    model_calls = ModelCallOutput(many=True)
+    claim_checks = ClaimCheckOutput(
+        many=True, help_text="every claim of a model's reply, supported or not, and why"
+    )
 
 
 class QuotedDocumentOutput(serializers.Serializer):
@@ -78,9 +92,9 @@ class QuotedDocumentOutput(serializers.Serializer):
     title = serializers.CharField(allow_null=True)
     url = serializers.URLField()
     public_link = serializers.BooleanField()
-    storage_name = serializers.CharField()
+    storage_name = serializers.CharField(allow_null=True, help_text=_MEMBERS_ONLY)
     data_source_id = serializers.UUIDField()
-    organization_id = serializers.UUIDField()
+    organization_id = serializers.UUIDField(allow_null=True, help_text=_MEMBERS_ONLY)
 
 
 class QuotedChunkOutput(serializers.Serializer):
@@ -89,7 +103,7 @@ class QuotedChunkOutput(serializers.Serializer):
     document_id = serializers.UUIDField()
     data_source_id = serializers.UUIDField()
     llm_app_id = serializers.UUIDField()
-    user_id = serializers.IntegerField(allow_null=True)
+    user_id = serializers.IntegerField(allow_null=True, help_text=_MEMBERS_ONLY)
     flags = serializers.JSONField(allow_null=True)
     position = serializers.IntegerField()
     page_start = serializers.IntegerField(allow_null=True)
@@ -154,7 +168,7 @@ class SentenceCitationOutput(serializers.Serializer):
     document_name = serializers.CharField()
     document_title = serializers.CharField(allow_null=True)
     document_url = serializers.URLField()
-    organization_id = serializers.UUIDField()
+    organization_id = serializers.UUIDField(allow_null=True, help_text=_MEMBERS_ONLY)
     threshold = serializers.IntegerField()
 
 
@@ -216,8 +230,9 @@ def query_execution_output(execution: QueryExecution, request: Request) -> dict[
     }
 
 
-def quoted_source_output(source: QuotedSource, request: Request) -> dict[str, Any]:
-    """One element of get-quoted-sources, field for field as documented, plus provenance."""
+def quoted_source_output(source: QuotedSource, request: Request, *, member: bool) -> dict[str, Any]:
+    """One element of get-quoted-sources, field for field as documented, plus provenance;
+    the internal fields (storage key, organization, asker) only for ``member`` callers."""
     file, execution = source.file, source.query
     return {
         "quoted_as": source.quoted_as,
@@ -227,9 +242,9 @@ def quoted_source_output(source: QuotedSource, request: Request) -> dict[str, An
             "title": None,
             "url": _content_url(request, file.pk),
             "public_link": False,
-            "storage_name": file.storage_key,
+            "storage_name": file.storage_key if member else None,
             "data_source_id": str(source.data_source_id),
-            "organization_id": str(file.organization_id),
+            "organization_id": str(file.organization_id) if member else None,
         },
         "chunk": {
             "id": str(source.chunk_id),
@@ -237,7 +252,7 @@ def quoted_source_output(source: QuotedSource, request: Request) -> dict[str, An
             "document_id": str(file.pk),
             "data_source_id": str(source.data_source_id),
             "llm_app_id": str(execution.app_id),
-            "user_id": execution.caller_user_id,
+            "user_id": execution.caller_user_id if member else None,
             "flags": None,
             "position": source.chunk_position,
             "page_start": source.page_start,
@@ -281,8 +296,11 @@ def _quoted_sentences(source: QuotedSource) -> list[dict[str, Any]]:
     ]
 
 
-def claim_output(claim: ClaimCitation, total: int, request: Request, threshold: float) -> dict:
-    """One element of the deprecated v1 citations endpoint (pages are 0-indexed there)."""
+def claim_output(
+    claim: ClaimCitation, total: int, request: Request, threshold: float, *, member: bool
+) -> dict:
+    """One element of the deprecated v1 citations endpoint (pages are 0-indexed there);
+    ``organization_id`` only for ``member`` callers."""
     source = claim.quoted_source
 
     def zero_based(page: int | None) -> int | None:
@@ -309,6 +327,6 @@ def claim_output(claim: ClaimCitation, total: int, request: Request, threshold: 
         "document_name": source.document_name,
         "document_title": None,
         "document_url": _content_url(request, source.file_id),
-        "organization_id": str(source.file.organization_id),
+        "organization_id": str(source.file.organization_id) if member else None,
         "threshold": round(threshold * 100),
     }

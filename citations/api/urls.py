@@ -19,6 +19,16 @@ urlpatterns = [
         name="query-execution-validation",
     ),
     path(
+        "apps/<str:llm_app_id>/query-executions/<str:query_id>/reasoning",
+        views.ReasoningView.as_view(),
+        name="query-execution-reasoning",
+    ),
+    path(
+        "apps/<str:llm_app_id>/query-executions/<str:query_id>/citations.md",
+        views.CitationsMarkdownView.as_view(),
+        name="query-execution-citations-markdown",
+    ),
+    path(
         "apps/<str:llm_app_id>/query-executions/<str:query_execution_id>/citations",
         views.SentenceCitationsView.as_view(),
         name="query-execution-citations",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
@@ -10,7 +12,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from citations import selectors
+from citations import records, selectors
+from citations.api import model_output
+from citations.api.reasoning_output import (
+    ReasoningOutput,
+    include_excerpts_param,
+    reasoning_output,
+)
 from citations.api.serializers import (
     CitationValidateInput,
     CitationValidateOutput,
@@ -24,8 +32,10 @@ from citations.api.serializers import (
     query_execution_output,
     quoted_source_output,
 )
+from citations.generators import ModelError
+from citations.models import QueryExecution
 from citations.payload import revision_label
-from citations.services import QueryRejected, query_execute, query_validate
+from citations.services import QueryAbandoned, QueryRejected, query_execute, query_validate
 from citations.validation import validate_citations
 from documents.api.errors import ApiError, error_responses
 from documents.models import ApiKey, Chunk
@@ -39,6 +49,17 @@ class _AppView(APIView):
 
     def app(self, request: Request, llm_app_id: str):  # noqa: ANN201
         return selectors.app_for_caller(app_id=llm_app_id, organization=organization_of(request))
+
+    def execution(self, request: Request, llm_app_id: str, query_id: str) -> QueryExecution:
+        """An answer of the app the caller may read (``selectors.readable_queries``)."""
+        return selectors.query_for_app(
+            app=self.app(request, llm_app_id),
+            query_id=query_id,
+            organization=organization_of(request),
+        )
+
+    def is_member(self, request: Request, execution: QueryExecution) -> bool:
+        return selectors.caller_is_member(app=execution.app, organization=organization_of(request))
 
 
 class QueryExecutionsView(_AppView):
@@ -65,6 +86,14 @@ class QueryExecutionsView(_AppView):
             )
         except QueryRejected as exc:
             raise ApiError(exc.message, code=exc.code, param="query") from exc
+        except ModelError as exc:  # the failed query execution is recorded with the reason
+            raise ApiError(exc.message, code=exc.code, status_code=exc.status) from exc
+        except QueryAbandoned as exc:  # the sweeper failed it meanwhile: recorded, ask again
+            raise ApiError(
+                "the answer took too long and was abandoned; ask again",
+                code="answer_abandoned",
+                status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+            ) from exc
         return Response(query_execution_output(execution, request), status=status.HTTP_201_CREATED)
 
 
@@ -73,7 +102,7 @@ class QueryExecutionDetailView(_AppView):
 
     @extend_schema(responses={200: QueryExecutionDetailOutput, **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
-        execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
+        execution = self.execution(request, llm_app_id, query_id)
         body = query_execution_output(execution, request)
         body["hits"] = [
             {
@@ -87,7 +116,54 @@ class QueryExecutionDetailView(_AppView):
             }
             for h in execution.hits.order_by("k_pos")
         ]
+        body["written_by"] = model_output.written_by(execution)
+        body["auditable"] = model_output.auditable_block(execution)
+        body["model_calls"] = model_output.model_calls_output(execution)
+        body["claim_checks"] = model_output.claim_checks_output(execution)
         return Response(body)
+
+
+class CitationsMarkdownView(_AppView):
+    """The answer as Markdown (provenance-records): the text with a footnote per claim,
+    then every retrieved source; links are absolute (``?base_url=`` or this host)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("base_url", str, description="absolute links' origin")],
+        responses={(200, "text/markdown"): OpenApiTypes.STR, **error_responses(400, 404)},
+    )
+    def get(self, request: Request, llm_app_id: str, query_id: str) -> HttpResponse:
+        execution = self.execution(request, llm_app_id, query_id)
+        base_url = request.query_params.get("base_url") or request.build_absolute_uri("/")
+        if not base_url.startswith(("http://", "https://")) or len(base_url) > 500:
+            raise ApiError(
+                "base_url must be an http(s) URL", code="invalid_base_url", param="base_url"
+            )
+        text = records.answer_markdown(execution, base_url=base_url)
+        return HttpResponse(text, content_type="text/markdown; charset=utf-8")
+
+
+class ReasoningView(_AppView):
+    """How the answer was found: its steps, each with its sub-question, short answer
+    and sources, and the source summary (cot-source-attribution)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "include_excerpts", bool, description="false leaves the excerpts out (null)"
+            )
+        ],
+        responses={200: ReasoningOutput, **error_responses(400, 404)},
+    )
+    def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
+        execution = self.execution(request, llm_app_id, query_id)
+        excerpts = include_excerpts_param(request.query_params.get("include_excerpts"))
+        if excerpts is None:
+            raise ApiError(
+                "include_excerpts must be true or false",
+                code="invalid_include_excerpts",
+                param="include_excerpts",
+            )
+        return Response(reasoning_output(execution, request, include_excerpts=excerpts))
 
 
 class QuotedSourcesView(_AppView):
@@ -95,9 +171,10 @@ class QuotedSourcesView(_AppView):
 
     @extend_schema(responses={200: QuotedSourceOutput(many=True), **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
-        execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
+        execution = self.execution(request, llm_app_id, query_id)
         sources = selectors.quoted_sources_of(execution=execution)
-        return Response([quoted_source_output(s, request) for s in sources])
+        member = self.is_member(request, execution)
+        return Response([quoted_source_output(s, request, member=member) for s in sources])
 
 
 class SentenceCitationsView(_AppView):
@@ -109,11 +186,11 @@ class SentenceCitationsView(_AppView):
         deprecated=True,
     )
     def post(self, request: Request, llm_app_id: str, query_execution_id: str) -> Response:
-        app = self.app(request, llm_app_id)
-        execution = selectors.query_for_app(app=app, query_id=query_execution_id)
+        execution = self.execution(request, llm_app_id, query_execution_id)
         claims = list(selectors.claims_of(execution=execution))
+        threshold, member = execution.app.answer_threshold, self.is_member(request, execution)
         return Response(
-            [claim_output(c, len(claims), request, app.answer_threshold) for c in claims]
+            [claim_output(c, len(claims), request, threshold, member=member) for c in claims]
         )
 
 
@@ -122,7 +199,7 @@ class QueryValidationView(_AppView):
 
     @extend_schema(responses={200: QueryValidationOutput, **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
-        execution = selectors.query_for_app(app=self.app(request, llm_app_id), query_id=query_id)
+        execution = self.execution(request, llm_app_id, query_id)
         return Response(query_validate(execution=execution))
 
 

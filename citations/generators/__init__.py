@@ -2,15 +2,17 @@
 
 A generator returns :class:`Claim` objects (a verbatim span of a retrieved
 chunk, in answer order); :mod:`citations.composition` turns them into the
-answer text with ``[n]`` markers. An LLM generator plugs in by returning
-claims the same way (e.g. from Anthropic Citations' ``cited_text`` spans).
+answer text with ``[n]`` markers. The LLM generators (``openai``,
+``anthropic``) return a :class:`Generation`: the claims that passed
+verification, every check made (supported or not) and the model calls as
+evidence; see :mod:`citations.generators.verify`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from citations.models import App
@@ -18,22 +20,101 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Passage:
-    """A retrieved chunk as the generator sees it (``index`` = its place in the hit list)."""
+    """A retrieved chunk as the generator sees it (``index`` = its place in the hit list);
+    ``title`` names its document and section, ``payload`` is the citation payload issued
+    for it (what a model must cite)."""
 
     index: int
     text: str
     score_norm: float
+    title: str = ""
+    payload: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class Claim:
-    """``passages[passage].text[source_start:source_end]`` supports one answer sentence."""
+    """``passages[passage].text[source_start:source_end]`` supports one answer sentence.
+
+    ``sentence`` groups the claims of one model-written sentence that cites several
+    passages (the sentence is written once, followed by its markers)."""
 
     passage: int
     source_start: int
     source_end: int
     reply: str
     relevance: float
+    sentence: int | None = None
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """The verification of one citation of a model's reply sentence."""
+
+    sentence: int
+    reply: str
+    reason: str  # "supported" or why not
+    passage: int | None = None
+    snippet_id: str = ""
+    quote: str = ""
+    citation_type: str = ""
+    source_start: int | None = None
+    source_end: int | None = None
+    support: float | None = None
+    document_index: int | None = None
+    document_title: str = ""
+    cited_block_index: int | None = None
+    claimed: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def supported(self) -> bool:
+        return self.reason == SUPPORTED
+
+
+SUPPORTED = "supported"
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """One request to a model and its reply as received (evidence)."""
+
+    attempt: int
+    provider: str
+    model: str
+    base_url: str
+    prompt: Mapping[str, Any]
+    raw_response: str
+    response_id: str = ""
+    response_model: str = ""
+    finish_reason: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float = 0.0
+    transport_retries: int = 0
+    contract_codes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A model-written answer after verification: ``claims`` (supported, in reply order),
+    ``checks`` of the reply that was kept (``calls[checked_call]``), every call made, and
+    the model's own ΔS/λ or its contract error."""
+
+    claims: list[Claim]
+    checks: list[ClaimCheck]
+    calls: list[ModelReply]
+    checked_call: int = 0
+    delta_s: float | None = None
+    lambda_state: str = ""
+    model_error: Mapping[str, str] | None = None
+
+
+class ModelError(Exception):
+    """A model could not give an answer: a stable ``code``, a message saying what to fix,
+    and the HTTP status an API caller gets (502 upstream, 503 not configured, 504 slow)."""
+
+    def __init__(self, message: str, *, code: str, status: int = 502) -> None:
+        super().__init__(message)
+        self.message, self.code, self.status = message, code, status
 
 
 class Generator(Protocol):
@@ -44,7 +125,16 @@ class Generator(Protocol):
     ) -> list[Claim]: ...
 
 
-def generator_for(app: App) -> Generator:
+@runtime_checkable
+class ModelGenerator(Protocol):
+    name: str
+
+    def answer(
+        self, *, question: str, passages: Sequence[Passage], instructions: str | None = None
+    ) -> Generation: ...
+
+
+def generator_for(app: App) -> Generator | ModelGenerator:
     """The app's generator, configured with the app's answer settings."""
     from citations.generators.extractive import ExtractiveGenerator
 
@@ -52,4 +142,12 @@ def generator_for(app: App) -> Generator:
         return ExtractiveGenerator(
             max_sentences=app.max_answer_sentences, threshold=app.answer_threshold
         )
+    if app.generator == "openai":
+        from citations.generators.openai_chat import OpenAIChatGenerator
+
+        return OpenAIChatGenerator(app)
+    if app.generator == "anthropic":
+        from citations.generators.anthropic_messages import AnthropicGenerator
+
+        return AnthropicGenerator(app)
     raise ValueError(f"unknown generator {app.generator!r}")

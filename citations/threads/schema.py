@@ -27,16 +27,23 @@ def _constant(value: str) -> serializers.CharField:
     return serializers.CharField(help_text=f"Always `{value}`.")
 
 
-class TextPartInput(serializers.Serializer):
-    type = _constant("text")
-    text = serializers.CharField()
+# one part of a message's content list, written out here: a component named by a
+# "$ref" inside a field's raw schema is never generated, and the reference would dangle
+_TEXT_PART = {
+    "type": "object",
+    "properties": {
+        "type": {"type": "string", "enum": ["text"]},
+        "text": {"type": "string"},
+    },
+    "required": ["type", "text"],
+}
 
 
 @extend_schema_field(
     {
         "oneOf": [
             {"type": "string"},
-            {"type": "array", "items": {"$ref": "#/components/schemas/TextPartInput"}},
+            {"type": "array", "items": _TEXT_PART},
         ],
         "description": "The text, or a list of text parts joined by newlines.",
     },
@@ -175,6 +182,73 @@ class RunObject(serializers.Serializer):
     )
 
 
+class FileSearchResultContent(serializers.Serializer):
+    type = _constant("text")
+    text = serializers.CharField(help_text="The chunk's text.")
+
+
+class FileSearchResult(serializers.Serializer):
+    file_id = serializers.UUIDField()
+    file_name = serializers.CharField()
+    score = serializers.FloatField(help_text="score_norm, 0..1")
+    content = FileSearchResultContent(
+        many=True,
+        required=False,
+        help_text="Only when `include[]` names "
+        "`step_details.tool_calls[*].file_search.results[*].content`.",
+    )
+
+
+class FileSearchRankingOptions(serializers.Serializer):
+    ranker = _constant("default_2024_08_21")
+    score_threshold = serializers.FloatField(help_text="The app's min_score.")
+
+
+class FileSearchCall(serializers.Serializer):
+    ranking_options = FileSearchRankingOptions()
+    results = FileSearchResult(many=True)
+
+
+class FileSearchToolCall(serializers.Serializer):
+    id = serializers.CharField()
+    type = _constant("file_search")
+    file_search = FileSearchCall()
+
+
+class MessageCreation(serializers.Serializer):
+    message_id = serializers.UUIDField()
+
+
+class RunStepDetails(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["tool_calls", "message_creation"])
+    tool_calls = FileSearchToolCall(
+        many=True, required=False, help_text="For `tool_calls`: one file_search call."
+    )
+    message_creation = MessageCreation(required=False, help_text="For `message_creation`.")
+
+
+class RunStepObject(serializers.Serializer):
+    id = serializers.UUIDField()
+    object = _constant("thread.run.step")
+    created_at = serializers.IntegerField(help_text=_UNIX)
+    assistant_id = serializers.UUIDField()
+    thread_id = serializers.UUIDField()
+    run_id = serializers.UUIDField()
+    type = serializers.ChoiceField(choices=["tool_calls", "message_creation"])
+    status = _constant("completed")
+    step_details = RunStepDetails()
+    last_error = RunError(allow_null=True)
+    expired_at = serializers.IntegerField(allow_null=True)
+    cancelled_at = serializers.IntegerField(allow_null=True)
+    failed_at = serializers.IntegerField(allow_null=True)
+    completed_at = serializers.IntegerField(allow_null=True, help_text=_UNIX)
+    metadata = serializers.DictField(
+        child=serializers.CharField(max_length=512),
+        help_text="A reasoning step's number, sub-question, short answer and confidence.",
+    )
+    usage = RunUsage(allow_null=True, help_text="The tokens of this step's model calls.")
+
+
 def _list_of(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
     return type(
         name,
@@ -192,3 +266,4 @@ def _list_of(item: type[serializers.Serializer], name: str) -> type[serializers.
 
 MessageList = _list_of(MessageObject, "MessageList")
 RunList = _list_of(RunObject, "RunList")
+RunStepList = _list_of(RunStepObject, "RunStepList")

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, Q, QuerySet, Sum
 
 from citations.llm_apps import app_find, app_visible_to
 from citations.models import App, Message, MessageRole, Run, Thread
@@ -74,7 +74,15 @@ def messages_of(*, thread: Thread) -> QuerySet[Message]:
 
 
 def runs_of(*, thread: Thread) -> QuerySet[Run]:
-    return Run.objects.filter(thread=thread).select_related("app")
+    """Runs with the tokens their model calls spent (``usage``), in one query."""
+    return (
+        Run.objects.filter(thread=thread)
+        .select_related("app")
+        .annotate(
+            prompt_tokens=Sum("query__model_calls__input_tokens"),
+            completion_tokens=Sum("query__model_calls__output_tokens"),
+        )
+    )
 
 
 def latest_user_message(*, thread: Thread) -> Message | None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Sum
 from django.http import QueryDict
 
 from citations.models import Message, MessageRole, Run, RunStatus, Thread
@@ -88,6 +89,26 @@ def _last_error(run: Run) -> dict[str, str] | None:
     return {"code": run.error_code or "server_error", "message": run.error_message}
 
 
+def _usage(run: Run) -> dict[str, int]:
+    """The tokens the run's model calls spent (``selectors.runs_of`` sums them; the
+    extractive generator spends none)."""
+    if not hasattr(run, "prompt_tokens") and run.query_id is not None:
+        totals = run.query.model_calls.aggregate(
+            prompt_tokens=Sum("input_tokens"), completion_tokens=Sum("output_tokens")
+        )
+        run.prompt_tokens, run.completion_tokens = (
+            totals["prompt_tokens"],
+            totals["completion_tokens"],
+        )
+    prompt = getattr(run, "prompt_tokens", None) or 0
+    completion = getattr(run, "completion_tokens", None) or 0
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
 def run_output(run: Run) -> dict[str, Any]:
     finished = run.status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
     return {
@@ -105,14 +126,11 @@ def run_output(run: Run) -> dict[str, Any]:
         "failed_at": _unix(run.failed_at),
         "completed_at": _unix(run.completed_at),
         "incomplete_details": None,
-        "model": run.app.generator,
+        "model": run.app.model or run.app.generator,
         "instructions": run.instructions,
         "tools": [{"type": "file_search"}],
         "metadata": run.metadata,
-        # the extractive generator spends no model tokens
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        if finished
-        else None,
+        "usage": _usage(run) if finished else None,
         "temperature": None,
         "top_p": None,
         "max_prompt_tokens": None,

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from citations.generators import ModelError
 from citations.models import (
     App,
     Message,
@@ -261,9 +262,14 @@ def run_execute(*, run_id: str) -> None:
             api_key=run.caller_api_key,
             origin="thread",
             retrieval_context=selectors.retrieval_context(question=run.question),
+            instructions=run.instructions or None,
         )
     except QueryRejected as exc:
         run_fail(run_id=run_id, code="invalid_prompt", message=exc.message)
+        return
+    except ModelError as exc:  # the query execution is recorded failed with the reason
+        code = "rate_limit_exceeded" if exc.code == "model_rate_limited" else "server_error"
+        run_fail(run_id=run_id, code=code, message=f"{exc.code}: {exc.message}")
         return
     _run_finish(run, execution)
 

@@ -5,11 +5,14 @@ retrieved chunk."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.urls import reverse
 
 from citations.models import QueryExecution
+
+_MARKER_RUN = re.compile(r" (\[\d+\])")
 
 
 def annotations_of(*, execution: QueryExecution) -> list[dict[str, Any]]:
@@ -19,8 +22,8 @@ def annotations_of(*, execution: QueryExecution) -> list[dict[str, Any]]:
     for claim in claims:
         source = claim.quoted_source
         marker = f"[{source.quoted_as}]"
-        start = claim.reply_end + 1
-        if execution.answer[start : start + len(marker)] != marker:
+        start = marker_start(execution.answer, claim.reply_end, marker)
+        if start is None:
             continue  # never annotate text that is not the marker itself
         annotations.append(
             {
@@ -36,6 +39,18 @@ def annotations_of(*, execution: QueryExecution) -> list[dict[str, Any]]:
             }
         )
     return annotations
+
+
+def marker_start(answer: str, reply_end: int, marker: str) -> int | None:
+    """Where ``marker`` stands in the run of markers after a claim (a model's sentence
+    citing several sources is followed by several: ``sentence [1] [2]``)."""
+    for found in _MARKER_RUN.finditer(answer, reply_end):
+        if found.start() != reply_end:
+            return None
+        if found.group(1) == marker:
+            return found.start(1)
+        reply_end = found.end()
+    return None
 
 
 def sources_of(*, execution: QueryExecution) -> list[dict[str, Any]]:

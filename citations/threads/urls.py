@@ -26,4 +26,14 @@ urlpatterns = [
         views.RunCancelView.as_view(),
         name="thread-run-cancel",
     ),
+    path(
+        "threads/<str:thread_id>/runs/<str:run_id>/steps",
+        views.RunStepsView.as_view(),
+        name="thread-run-steps",
+    ),
+    path(
+        "threads/<str:thread_id>/runs/<str:run_id>/steps/<str:step_id>",
+        views.RunStepDetailView.as_view(),
+        name="thread-run-step-detail",
+    ),
 ]

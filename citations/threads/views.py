@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from citations.models import Thread
-from citations.threads import selectors, services
+from citations.threads import run_steps, selectors, services
 from citations.threads.errors import ThreadRejected
 from citations.threads.schema import (
     MessageCreateInput,
@@ -22,6 +22,8 @@ from citations.threads.schema import (
     RunCreateInput,
     RunList,
     RunObject,
+    RunStepList,
+    RunStepObject,
     ThreadCreateInput,
     ThreadObject,
 )
@@ -38,7 +40,11 @@ from documents.tenancy import organization_of
 
 POLL_AFTER_MS = "250"  # create_and_poll waits this long between polls
 LIST_PARAMETERS = [
-    OpenApiParameter("limit", int, description="1..100, default 20"),
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+        description="1..100, default 20",
+    ),
     OpenApiParameter("order", str, enum=["asc", "desc"], description="by created_at"),
     OpenApiParameter("after", str, description="an id of this list"),
     OpenApiParameter("before", str, description="an id of this list"),
@@ -193,3 +199,45 @@ class RunCancelView(_View):
     def post(self, request: Request, thread_id: str, run_id: str) -> Response:
         run = selectors.run_get(thread=self.thread(request, thread_id), run_id=run_id)
         return Response(run_output(services.run_cancel(run=run)))
+
+
+INCLUDE_PARAMETER = OpenApiParameter(
+    "include[]",
+    {"type": "array", "items": {"type": "string", "enum": [run_steps.INCLUDE_CONTENT]}},
+    description="ask for the file_search results' content",
+)
+
+
+def _include(request: Request) -> bool:
+    query = request.query_params
+    return run_steps.include_content(query.getlist("include[]") + query.getlist("include"))
+
+
+class RunStepsView(_View):
+    """The run's steps: a file_search call per reasoning step, then the message."""
+
+    @extend_schema(
+        operation_id="v1_threads_runs_steps_list",
+        parameters=[*LIST_PARAMETERS, INCLUDE_PARAMETER],
+        responses={200: RunStepList, **error_responses(400, 404)},
+    )
+    def get(self, request: Request, thread_id: str, run_id: str) -> Response:
+        params, content = list_params(request.query_params), _include(request)
+        run = selectors.run_get(thread=self.thread(request, thread_id), run_id=run_id)
+        items, has_more = run_steps.run_steps_page(
+            run_steps.run_steps_of(run=run), **params.as_kwargs()
+        )
+        shape = partial(run_steps.run_step_output, run, content=content)
+        return Response(list_output(items, has_more, shape))
+
+
+class RunStepDetailView(_View):
+    @extend_schema(
+        parameters=[INCLUDE_PARAMETER],
+        responses={200: RunStepObject, **error_responses(400, 404)},
+    )
+    def get(self, request: Request, thread_id: str, run_id: str, step_id: str) -> Response:
+        content = _include(request)
+        run = selectors.run_get(thread=self.thread(request, thread_id), run_id=run_id)
+        step = run_steps.run_step_get(run=run, step_id=step_id)
+        return Response(run_steps.run_step_output(run, step, content=content))

@@ -9,8 +9,11 @@ from itertools import zip_longest
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from citations.models import QueryExecution, QueryStatus, QuotedSource, RetrievalHit
+from citations.model_evidence import written_by
+from citations.models import ClaimCheck, QueryExecution, QueryStatus, QuotedSource, RetrievalHit
 from citations.places import Place, quoted_places
+from citations.reasoning.selectors import ReasoningPage, reasoning_page
+from citations.threads.sources import marker_start
 from citations.web.rendering import Marker, answer_html, marked
 from citations.web.selectors import (
     DocumentState,
@@ -54,6 +57,13 @@ class AnswerPage:
     answer: SafeString
     sources: list[SourceCard]
     uncited: list[HitCard]
+    written_by: str = ""
+    unsupported: tuple[ClaimCheck, ...] = ()
+    reasoning: ReasoningPage | None = None
+
+    @property
+    def by_model(self) -> bool:
+        return self.written_by not in ("", "extractive")
 
     @property
     def not_found(self) -> bool:
@@ -102,7 +112,7 @@ def answer_page(*, execution: QueryExecution) -> AnswerPage:
     # each [n] opens the viewer at the sentence it stands for (places follow the claims)
     markers = [
         Marker(
-            at=claim.reply_end,
+            at=_marker_at(execution.answer, claim.reply_end, card.source.quoted_as),
             quoted_as=card.source.quoted_as,
             href=source_url(card.source, place=place) if place else card.viewer_url,
             label=f"Source {card.source.quoted_as}: {card.source.document_name}",
@@ -116,7 +126,29 @@ def answer_page(*, execution: QueryExecution) -> AnswerPage:
         answer=answer_html(execution.answer, markers),
         sources=cards,
         uncited=[_hit_card(execution, hit) for hit in uncited_hits_of(execution=execution)],
+        written_by=written_by(execution),
+        unsupported=tuple(unsupported_claims_of(execution=execution)),
+        reasoning=reasoning_page(execution=execution, viewer=source_url),
     )
+
+
+def _marker_at(answer: str, reply_end: int, quoted_as: str) -> int:
+    """Where `` [n]`` stands after its claim (a sentence citing several sources is
+    followed by several markers); the claim's end when it is not found."""
+    start = marker_start(answer, reply_end, f"[{quoted_as}]")
+    return start - 1 if start is not None else reply_end
+
+
+def unsupported_claims_of(*, execution: QueryExecution) -> list[ClaimCheck]:
+    """The sentences of a model's reply that were left out of the answer, one per
+    sentence (its first reason), in reply order."""
+    checks = ClaimCheck.objects.filter(query=execution).order_by("sentence", "id")
+    supported = {c.sentence for c in checks if c.supported}
+    first: dict[int, ClaimCheck] = {}
+    for check in checks:
+        if check.sentence not in supported:
+            first.setdefault(check.sentence, check)
+    return list(first.values())
 
 
 def _hit_card(execution: QueryExecution, hit: RetrievalHit) -> HitCard:

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.http import quote_etag
 from django.views.decorators.http import require_GET, require_http_methods
 
+from citations.generators import ModelError
 from citations.services import QueryRejected, query_execute
 from citations.web import selectors
 from citations.web.answers import answer_page
@@ -36,6 +37,8 @@ def ask(request: MemberRequest) -> HttpResponse:
             execution = query_execute(app=app, question=question, user=request.user, origin="web")
         except QueryRejected as exc:
             error = exc.message.replace("'query'", "The question")
+        except ModelError as exc:  # recorded as a failed answer; say what went wrong
+            error = f"The model could not answer: {exc.message}"
         else:
             return HttpResponseRedirect(reverse("web-answer", args=[execution.pk]), status=303)
     return render(

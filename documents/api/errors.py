@@ -18,7 +18,14 @@ _TYPES = {
     409: "conflict_error",
     413: "invalid_request_error",
     415: "invalid_request_error",
+    429: "rate_limit_error",
 }
+
+
+def error_body(status_code: int, message: str, *, code: str, param: str | None = None) -> dict:
+    """The one error shape, for DRF's answers and Django's own error pages alike."""
+    error_type = _TYPES.get(status_code, "api_error")
+    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
 
 
 class ApiError(exceptions.APIException):
@@ -45,7 +52,8 @@ class ErrorOutput(serializers.Serializer):
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
     """The error answers an operation can give, for its OpenAPI responses: those
-    named, and the 401 and 403 every authenticated operation can give."""
+    named, the 401 and 403 every authenticated operation can give, and the 429 of
+    the rate limits."""
     described = {
         400: "the request is malformed; `error.code` and `error.param` say what",
         401: "no valid API key",
@@ -54,8 +62,9 @@ def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
         409: "the resource is not in a state that allows this",
         413: "the upload is too large",
         415: "the uploaded file's type, or the request body's media type, is not supported",
+        429: "too many requests: wait the `Retry-After` header's seconds",
     }
-    codes = sorted({*statuses, 401, 403})
+    codes = sorted({*statuses, 401, 403, 429})
     return {code: OpenApiResponse(ErrorOutput, description=described[code]) for code in codes}
 
 
@@ -84,16 +93,10 @@ def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response 
         param = next(iter(exc.detail), None)
     if response.status_code == status.HTTP_401_UNAUTHORIZED:
         code = "invalid_api_key" if code == "authentication_failed" else code
-    response.data = {
-        "error": {
-            "message": _message(
-                response.data.get("detail", response.data)
-                if isinstance(response.data, dict)
-                else response.data
-            ),
-            "type": _TYPES.get(response.status_code, "api_error"),
-            "param": param,
-            "code": code,
-        }
-    }
+    detail = (
+        response.data.get("detail", response.data)
+        if isinstance(response.data, dict)
+        else response.data
+    )
+    response.data = error_body(response.status_code, _message(detail), code=code, param=param)
     return response

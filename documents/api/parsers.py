@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import html
 
+from django.conf import settings
 from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
 from django.http.multipartparser import MultiPartParserError
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import DataAndFiles, JSONParser, MultiPartParser
+from rest_framework.parsers import DataAndFiles, JSONParser, MultiPartParser, get_encoding
+from rest_framework.utils import json
 
 from documents.api.errors import ApiError
+from documents.json_limits import MAX_BODY_DEPTH, JsonTooDeep, json_loads_bounded
 from documents.storable_text import first_unstorable
 from documents.uploads import UploadRejected, filename_sanitize
 
@@ -46,18 +49,47 @@ class RawNameMultiPartParser(MultiPartParser):
 
 
 class StorableJSONParser(JSONParser):
-    """DRF's JSON parser, refusing text PostgreSQL cannot store (see ``storable_text``)
-    with a 400 ``unstorable_text`` naming the field, before any view acts on it."""
+    """DRF's JSON parser within our limits: a body larger than
+    ``PROVENANCE_MAX_JSON_BODY_BYTES`` is refused with 413 ``request_too_large``, one
+    nested deeper than ``MAX_BODY_DEPTH`` with 400 ``json_too_deep`` (before it is
+    decoded: the decoder would recurse), and text PostgreSQL cannot store with 400
+    ``unstorable_text`` naming the field (see ``storable_text``)."""
 
     def parse(self, stream, media_type=None, parser_context=None):  # noqa: ANN001, ANN201
-        data = super().parse(stream, media_type, parser_context)
-        found = first_unstorable(data)
-        if found is not None:
-            path, problem = found
-            where = f"'{path}'" if path else "the body"
+        raw = _read_bounded(stream, settings.PROVENANCE_MAX_JSON_BODY_BYTES)
+        try:
+            text = raw.decode(get_encoding(parser_context or {}))
+            constant = json.strict_constant if self.strict else None  # NaN, Infinity
+            data = json_loads_bounded(text, max_depth=MAX_BODY_DEPTH, parse_constant=constant)
+        except JsonTooDeep as exc:
             raise ApiError(
-                f"{where} holds {problem}, which cannot be stored as text",
-                code="unstorable_text",
-                param=path or None,
-            )
+                f"the body is nested deeper than {exc.limit} levels", code="json_too_deep"
+            ) from exc
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc
+        _refuse_unstorable(data)
         return data
+
+
+def _read_bounded(stream, limit: int) -> bytes:  # noqa: ANN001
+    """The body's bytes, or 413 once more than ``limit`` arrive (the rest unread)."""
+    raw = stream.read(limit + 1) if stream is not None else b""
+    if len(raw) > limit:
+        raise ApiError(
+            f"the JSON body is larger than the limit of {limit} bytes",
+            code="request_too_large",
+            status_code=413,
+        )
+    return raw
+
+
+def _refuse_unstorable(data: object) -> None:
+    found = first_unstorable(data)
+    if found is not None:
+        path, problem = found
+        where = f"'{path}'" if path else "the body"
+        raise ApiError(
+            f"{where} holds {problem}, which cannot be stored as text",
+            code="unstorable_text",
+            param=path or None,
+        )

@@ -5,14 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from documents.api.errors import ApiError
 from documents.models import Chunk, File, Location
 
 
+@extend_schema_field(OpenApiTypes.BINARY)
+class UploadedFileField(serializers.FileField):
+    """The uploaded bytes; described as ``format: binary`` so generated clients send a
+    file part (drf-spectacular would otherwise say a plain string)."""
+
+
 class FileUploadInput(serializers.Serializer):
-    file = serializers.FileField(allow_empty_file=True, use_url=False)
+    file = UploadedFileField(allow_empty_file=True, use_url=False)
     data_source = serializers.CharField(max_length=200)
 
 
@@ -49,6 +57,33 @@ class FileDeleteInput(serializers.Serializer):
                 param="reason",
             )
         raise ApiError("a deletion needs a 'reason'", code="reason_required", param="reason")
+
+
+class FileCancelInput(serializers.Serializer):
+    """A cancellation's optional body: why the ingestion is stopped."""
+
+    reason = JsonStringField(
+        required=False,
+        max_length=MAX_REASON_CHARS,
+        help_text="why; kept in the document's ledger (default: who cancelled)",
+    )
+
+    @classmethod
+    def reason_from(cls, data: Any) -> str:
+        """The reason in ``data`` ("" when none is given), or an ``ApiError``
+        (``invalid_body``, ``reason_too_long``, ``invalid_reason``)."""
+        if not isinstance(data, dict):
+            raise ApiError("the body must be a JSON object", code="invalid_body")
+        form = cls(data=data)
+        if form.is_valid():
+            return form.validated_data.get("reason", "")
+        if any(error.code == "max_length" for error in form.errors.get("reason", [])):
+            raise ApiError(
+                f"'reason' is longer than {MAX_REASON_CHARS} characters",
+                code="reason_too_long",
+                param="reason",
+            )
+        raise ApiError("'reason' must be a string", code="invalid_reason", param="reason")
 
 
 class FileMarkdownOutput(serializers.Serializer):

@@ -5,6 +5,7 @@ from documents.api import views
 urlpatterns = [
     path("files", views.FileUploadView.as_view(), name="file-upload"),
     path("files/<str:file_id>", views.FileDetailView.as_view(), name="file-detail"),
+    path("files/<str:file_id>/cancel", views.FileCancelView.as_view(), name="file-cancel"),
     path("files/<str:file_id>/content", views.FileContentView.as_view(), name="file-content"),
     path("files/<str:file_id>/markdown", views.FileMarkdownView.as_view(), name="file-markdown"),
     path(

@@ -13,8 +13,10 @@ from rest_framework.views import APIView
 from audit.events import client_address, document_event_record
 from documents import ingestion, selectors
 from documents.api.errors import ApiError, error_responses
+from documents.api.parsers import RawNameMultiPartParser
 from documents.api.serializers import (
     ChunkOutput,
+    FileCancelInput,
     FileDeleteInput,
     FileMarkdownOutput,
     FileOutput,
@@ -29,6 +31,8 @@ from documents.uploads import UploadRejected, data_source_for, file_upload
 
 class FileUploadView(APIView):
     """Upload a file into a data source; ingestion continues in the background."""
+
+    parser_classes = [RawNameMultiPartParser]
 
     @extend_schema(
         request={"multipart/form-data": FileUploadInput},
@@ -91,6 +95,32 @@ class FileDetailView(APIView):
             )
         except ingestion.AlreadyDeleted as exc:
             raise ApiError(str(exc), code="already_deleted", status_code=409) from exc
+        record.refresh_from_db()
+        return Response(FileOutput(record, context={"request": request}).data)
+
+
+class FileCancelView(APIView):
+    """Stop the ingestion of a file that is not ready yet; it can be retried later."""
+
+    @extend_schema(
+        request=FileCancelInput,
+        responses={200: FileOutput, **error_responses(400, 404, 409, 415)},
+    )
+    def post(self, request: Request, file_id: str) -> Response:
+        """The file ends ``failed`` with "cancelled by …" (a file being converted again:
+        ``ready`` on its previous conversion); 409 when it is not being ingested."""
+        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        reason = FileCancelInput.reason_from(request.data)
+        try:
+            ingestion.file_cancel(
+                file=record,
+                user=request.user,
+                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+                origin=client_address(request),
+                reason=reason,
+            )
+        except ingestion.NotCancellable as exc:
+            raise ApiError(str(exc), code="not_in_progress", status_code=409) from exc
         record.refresh_from_db()
         return Response(FileOutput(record, context={"request": request}).data)
 

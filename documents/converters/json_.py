@@ -13,6 +13,7 @@ from typing import Any
 
 from documents.converters._mdbuild import MarkdownBuilder, clean_inline, table_lines
 from documents.converters.base import Conversion, ConversionError, ProgressReport
+from documents.json_limits import MAX_DOCUMENT_DEPTH, JsonTooDeep, json_loads_bounded
 
 _MAX_HEADING = 6
 
@@ -112,18 +113,18 @@ class JsonConverter:
                 f"invalid JSON: the file is not UTF-8 text (byte {exc.start})"
             ) from exc
         try:
-            doc = json.loads(text)
+            doc = json_loads_bounded(text, max_depth=MAX_DOCUMENT_DEPTH)
+        except JsonTooDeep as exc:
+            raise ConversionError(
+                f"JSON nesting is too deep: arrays and objects nest more than {exc.limit} "
+                "levels; flatten it or split it into several files"
+            ) from exc
         except json.JSONDecodeError as exc:
             raise ConversionError(
                 f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from exc
-        except RecursionError as exc:
-            raise ConversionError("invalid JSON: nesting is too deep to read") from exc
         renderer = _Renderer()
-        try:
-            renderer.value(doc, [])
-        except RecursionError as exc:
-            raise ConversionError("JSON nesting is too deep to convert") from exc
+        renderer.value(doc, [])
         markdown, _pages, _spans = renderer.md.build(paged=False)
         kind = type(doc).__name__
         return Conversion(

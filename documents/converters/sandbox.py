@@ -126,6 +126,9 @@ def _run_child(
                     f"conversion took longer than {timeout_text} s and was stopped",
                     permanent=False,
                 ) from exc
+            except BaseException:  # the progress callback stopped it (a cancellation)
+                proc.kill()
+                raise
         stderr = stderr_bytes.decode("utf-8", errors="replace")
         result = None
         if out.exists() and out.stat().st_size:

@@ -10,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from kombu import Queue
 
-from provenance_site.env import env_bool, env_int, env_list, env_str
+from provenance_site.env import env_bool, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(env_str("PROVENANCE_VAR_DIR", str(BASE_DIR / "var")))
@@ -19,6 +19,7 @@ SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+CSRF_FAILURE_VIEW = "provenance_site.error_pages.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -34,10 +35,14 @@ INSTALLED_APPS = [
     "retrieval",
     "citations",
     "audit",
+    "evaluation",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # the admin's and pages' static files, served by the application server itself
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "provenance_site.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -67,6 +72,12 @@ TEMPLATES = [
 # --- database: DATABASE_URL, or the embedded PostgreSQL + pgvector -------------
 DATABASE_URL = env_str("DATABASE_URL", "")
 EMBEDDED_DATABASE_NAME = env_str("PROVENANCE_DB_NAME", "provenance")
+# the role the embedded server is reached as: `make run` runs the application as a role
+# that owns nothing (audit/database_role.py) and only migrations as the owner
+EMBEDDED_DATABASE_USER = env_str("PROVENANCE_DB_USER", "")
+# seconds a connection is kept for the next request of the same thread: a server whose
+# threads live (gunicorn's) reuses them; a thread per request (runserver) must say 0
+DATABASE_CONN_MAX_AGE = env_int("PROVENANCE_DB_CONN_MAX_AGE", 60, minimum=0)
 
 
 def database_config(url: str) -> dict:
@@ -74,8 +85,10 @@ def database_config(url: str) -> dict:
     if not url:
         from provenance_site.embedded_db import embedded_database_url
 
-        url = embedded_database_url(VAR_DIR / "pgdata", EMBEDDED_DATABASE_NAME)
-    config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+        url = embedded_database_url(
+            VAR_DIR / "pgdata", EMBEDDED_DATABASE_NAME, EMBEDDED_DATABASE_USER
+        )
+    config = dj_database_url.parse(url, conn_max_age=DATABASE_CONN_MAX_AGE, conn_health_checks=True)
     config["ENGINE"] = "django.db.backends.postgresql"
     return config
 
@@ -127,6 +140,10 @@ STORAGES = {
 # --- uploads and ingestion -----------------------------------------------------
 PROVENANCE_MAX_UPLOAD_BYTES = env_int("PROVENANCE_MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# a JSON request body (question, thread message, citation list): 413 past it
+PROVENANCE_MAX_JSON_BODY_BYTES = env_int(
+    "PROVENANCE_MAX_JSON_BODY_BYTES", 1024 * 1024, minimum=1024
+)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 PROVENANCE_CHUNK_TARGET_TOKENS = env_int("PROVENANCE_CHUNK_TARGET_TOKENS", 200, minimum=16)
 PROVENANCE_CHUNK_OVERLAP_TOKENS = env_int("PROVENANCE_CHUNK_OVERLAP_TOKENS", 32, minimum=0)
@@ -138,9 +155,75 @@ PROVENANCE_EMBED_HELPERS = env_int("PROVENANCE_EMBED_HELPERS", 1, minimum=0)
 PROVENANCE_SEARCH_THREADS = env_int("PROVENANCE_SEARCH_THREADS", 2, minimum=0)
 PROVENANCE_CONVERT_TIMEOUT_SECONDS = env_int("PROVENANCE_CONVERT_TIMEOUT_SECONDS", 300, minimum=1)
 PROVENANCE_CONVERT_MEMORY_MB = env_int("PROVENANCE_CONVERT_MEMORY_MB", 2048, minimum=64)
-PROVENANCE_INGEST_LEASE_SECONDS = env_int("PROVENANCE_INGEST_LEASE_SECONDS", 600, minimum=1)
-PROVENANCE_STALL_SWEEP_SECONDS = env_int("PROVENANCE_STALL_SWEEP_SECONDS", 30, minimum=1)
+# a stage's lease on its file, renewed every third of it by a heartbeat of the process
+# doing the work (documents/leases.py): a dead worker's file is taken over within
+# lease + sweep seconds
+PROVENANCE_INGEST_LEASE_SECONDS = env_int("PROVENANCE_INGEST_LEASE_SECONDS", 60, minimum=3)
+PROVENANCE_STALL_SWEEP_SECONDS = env_int("PROVENANCE_STALL_SWEEP_SECONDS", 10, minimum=1)
+# a file waiting in a queue (no lease) is sent again after this long without news: its
+# message may have been lost; long, so a backlog of uploads is not sent twice over
+PROVENANCE_INGEST_REQUEUE_SECONDS = env_int("PROVENANCE_INGEST_REQUEUE_SECONDS", 600, minimum=1)
+# one turn of a file's embedding; then it goes to the back of the queue (fair sharing)
+PROVENANCE_EMBED_SLICE_SECONDS = env_int("PROVENANCE_EMBED_SLICE_SECONDS", 3, minimum=1)
+# what one file may make; past either it fails with refused_by naming the limit
+PROVENANCE_MAX_MARKDOWN_BYTES = env_int(
+    "PROVENANCE_MAX_MARKDOWN_BYTES", 16 * 1024 * 1024, minimum=1024
+)
+PROVENANCE_MAX_CHUNKS_PER_FILE = env_int("PROVENANCE_MAX_CHUNKS_PER_FILE", 20_000, minimum=1)
 PROVENANCE_WARM_EMBEDDER = env_bool("PROVENANCE_WARM_EMBEDDER", True)
+# LLM generators (docs/generators.md): keys and base URLs are the SDKs' own variables
+# (OPENAI_API_KEY/OPENAI_BASE_URL, ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL, keys also *_FILE)
+PROVENANCE_LLM_TIMEOUT_SECONDS = env_int("PROVENANCE_LLM_TIMEOUT_SECONDS", 60, minimum=1)
+PROVENANCE_LLM_MAX_RETRIES = env_int("PROVENANCE_LLM_MAX_RETRIES", 2, minimum=0)
+PROVENANCE_LLM_BACKOFF_SECONDS = env_int("PROVENANCE_LLM_BACKOFF_MS", 500, minimum=0) / 1000
+# an app answering in steps answers at most this many sub-questions (docs/steps.md)
+PROVENANCE_REASONING_MAX_STEPS = env_int("PROVENANCE_REASONING_MAX_STEPS", 5, minimum=1)
+# "sentences": content documents of one block per sentence; "text": plain text documents
+PROVENANCE_ANTHROPIC_DOCUMENTS = env_str("PROVENANCE_ANTHROPIC_DOCUMENTS", "sentences")
+
+# --- audit trail (docs/audit.md) -------------------------------------------------
+# The chain's HMAC key, kept outside the database (PROVENANCE_AUDIT_KEY_FILE wins);
+# retired keys (one per line or comma-separated, *_FILE too) still verify old entries.
+PROVENANCE_AUDIT_KEY = env_str("PROVENANCE_AUDIT_KEY", "")
+PROVENANCE_AUDIT_RETIRED_KEYS = env_str("PROVENANCE_AUDIT_RETIRED_KEYS", "")
+# local and test settings make a random key here on first use when none is configured
+PROVENANCE_AUDIT_KEY_GENERATE_FILE: Path | None = None
+# an answer still running after this long was abandoned (its process or connection
+# died); keep it above the longest an answer may take (LLM timeout x attempts)
+PROVENANCE_QUERY_STALE_SECONDS = env_int("PROVENANCE_QUERY_STALE_SECONDS", 600, minimum=1)
+# the signed chain head is exported this often (when the chain grew) to storage the
+# application's database role cannot reach; the newest PROVENANCE_AUDIT_HEAD_KEEP stay
+PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS = env_int(
+    "PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS", 300, minimum=1
+)
+PROVENANCE_AUDIT_HEAD_KEEP = env_int("PROVENANCE_AUDIT_HEAD_KEEP", 1000, minimum=1)
+PROVENANCE_AUDIT_HEAD_DIR = Path(env_str("PROVENANCE_AUDIT_HEAD_DIR", str(VAR_DIR / "audit-heads")))
+PROVENANCE_AUDIT_HEAD_BUCKET = env_str("PROVENANCE_AUDIT_HEAD_BUCKET", "")
+
+
+def audit_head_storage(directory: Path, bucket: str) -> dict:
+    """Where heads go: an S3 bucket (with object lock, docs/audit.md), else a directory."""
+    if bucket:
+        return {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": bucket,
+                "endpoint_url": env_str("AWS_S3_ENDPOINT_URL", "") or None,
+                "region_name": env_str("AWS_S3_REGION_NAME", "") or None,
+                "location": env_str("PROVENANCE_AUDIT_HEAD_PREFIX", "audit-heads"),
+                "file_overwrite": False,
+                "default_acl": None,
+            },
+        }
+    return {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(directory), "file_permissions_mode": 0o640},
+    }
+
+
+PROVENANCE_AUDIT_HEAD_STORAGE = audit_head_storage(
+    PROVENANCE_AUDIT_HEAD_DIR, PROVENANCE_AUDIT_HEAD_BUCKET
+)
 
 # --- Celery ----------------------------------------------------------------------
 # With no broker configured, messages travel through a folder under var/ (see
@@ -157,7 +240,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "polling_interval": 0.1,
     }
     if CELERY_BROKER_URL.startswith("provfs")
-    else {"visibility_timeout": PROVENANCE_INGEST_LEASE_SECONDS * 2}
+    # a message of a worker that died comes back after an hour (longer than any task
+    # runs); the stall sweep has long since re-queued its file, so the copy exits at
+    # its claim. Not tied to the lease: a short lease must not redeliver running tasks
+    else {"visibility_timeout": 3600}
 )
 # Uploads go to the default queue; work nobody is waiting on (converting a library
 # again after a converter upgrade) to the background one. A worker takes from both
@@ -188,7 +274,29 @@ CELERY_BEAT_SCHEDULE = {
         "task": "citations.threads.tasks.resume_stalled_runs",
         "schedule": float(PROVENANCE_STALL_SWEEP_SECONDS),
     },
+    "sweep-stale-answers": {
+        "task": "citations.tasks.sweep_stale_answers",
+        "schedule": float(PROVENANCE_STALL_SWEEP_SECONDS),
+    },
+    "export-audit-head": {
+        "task": "audit.tasks.export_audit_head",
+        "schedule": float(PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS),
+    },
 }
+
+# --- cache: the rate limits' counters, shared by every web process ------------------
+# Redis when the broker is Redis, else a table of the database (made by `migrate`).
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    _CACHE = {"BACKEND": "django.core.cache.backends.redis.RedisCache"}
+    _CACHE["LOCATION"] = env_str("PROVENANCE_CACHE_URL", "") or CELERY_BROKER_URL
+else:
+    _CACHE = {"BACKEND": "django.core.cache.backends.db.DatabaseCache"}
+    _CACHE["LOCATION"] = "provenance_cache"
+CACHES = {"default": _CACHE}
+PROVENANCE_THROTTLE_CACHE = "default"
+# requests per key (or signed-in user) and per anonymous address: "N/s|min|hour|day"
+PROVENANCE_THROTTLE_KEY = env_rate("PROVENANCE_THROTTLE_KEY", "600/min")
+PROVENANCE_THROTTLE_ANON = env_rate("PROVENANCE_THROTTLE_ANON", "60/min")
 
 # --- REST --------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -198,11 +306,15 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["documents.permissions.HasOrganization"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": [
-        "documents.api.parsers.StorableJSONParser",
-        "documents.api.parsers.RawNameMultiPartParser",
-    ],
+    # JSON only; the upload view alone takes multipart (its own parser_classes)
+    "DEFAULT_PARSER_CLASSES": ["documents.api.parsers.StorableJSONParser"],
     "EXCEPTION_HANDLER": "documents.api.errors.json_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "documents.throttling.ApiKeyRateThrottle",
+        "documents.throttling.AnonymousRateThrottle",
+    ],
+    # proxies in front of the server that append to X-Forwarded-For (0: none trusted)
+    "NUM_PROXIES": env_int("PROVENANCE_TRUSTED_PROXIES", 0, minimum=0),
     "DEFAULT_SCHEMA_CLASS": "provenance_site.schema.ProvenanceAutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }

@@ -1,13 +1,18 @@
 """Test settings: the same real PostgreSQL + pgvector, a broker folder of its own,
 short leases so crash recovery is observable within a test."""
 
-from provenance_site.env import env_bool, env_int
+from pathlib import Path
+
+from provenance_site.env import env_bool, env_int, env_rate, env_str
 from provenance_site.settings.base import *  # noqa: F403
 from provenance_site.settings.base import (
     BROKER_DIR,
+    CACHES,
     CELERY_BROKER_URL,
     EMBEDDED_DATABASE_NAME,
+    PROVENANCE_AUDIT_HEAD_BUCKET,
     VAR_DIR,
+    audit_head_storage,
 )
 
 SECRET_KEY = "test-only-key"  # noqa: S105
@@ -26,8 +31,28 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 PROVENANCE_MAX_UPLOAD_BYTES = env_int("PROVENANCE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
+# no rate limits unless a test sets them (tests/documents/test_throttling.py), and a
+# cache key prefix per database name, so two test runs sharing a Redis stay apart
+PROVENANCE_THROTTLE_KEY = env_rate("PROVENANCE_THROTTLE_KEY", "off")
+PROVENANCE_THROTTLE_ANON = env_rate("PROVENANCE_THROTTLE_ANON", "off")
+CACHES = {"default": {**CACHES["default"], "KEY_PREFIX": EMBEDDED_DATABASE_NAME}}
 PROVENANCE_INGEST_LEASE_SECONDS = env_int("PROVENANCE_INGEST_LEASE_SECONDS", 8)
 PROVENANCE_STALL_SWEEP_SECONDS = env_int("PROVENANCE_STALL_SWEEP_SECONDS", 2)
+PROVENANCE_INGEST_REQUEUE_SECONDS = env_int("PROVENANCE_INGEST_REQUEUE_SECONDS", 8)
+# the audit chain's key, made on first use; heads per test database, erased by its flush;
+# stale answers: above a cold first answer on a loaded 2-core host (the model loads)
+PROVENANCE_AUDIT_KEY_GENERATE_FILE = VAR_DIR / "test-audit.key"
+PROVENANCE_QUERY_STALE_SECONDS = env_int("PROVENANCE_QUERY_STALE_SECONDS", 120, minimum=1)
+PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS = env_int("PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS", 3)
+PROVENANCE_AUDIT_HEAD_DIR = Path(
+    env_str(
+        "PROVENANCE_AUDIT_HEAD_DIR", str(VAR_DIR / f"test-audit-heads-{EMBEDDED_DATABASE_NAME}")
+    )
+)
+PROVENANCE_AUDIT_HEAD_STORAGE = audit_head_storage(
+    PROVENANCE_AUDIT_HEAD_DIR, PROVENANCE_AUDIT_HEAD_BUCKET
+)
+PROVENANCE_TEST_FLUSH_EVIDENCE = True  # audit/management/commands/flush.py
 CELERY_BEAT_SCHEDULE = {
     "resume-stalled-ingestions": {
         "task": "documents.tasks.resume_stalled_ingestions",
@@ -36,6 +61,14 @@ CELERY_BEAT_SCHEDULE = {
     "resume-stalled-runs": {
         "task": "citations.threads.tasks.resume_stalled_runs",
         "schedule": float(PROVENANCE_STALL_SWEEP_SECONDS),
+    },
+    "sweep-stale-answers": {
+        "task": "citations.tasks.sweep_stale_answers",
+        "schedule": float(PROVENANCE_STALL_SWEEP_SECONDS),
+    },
+    "export-audit-head": {
+        "task": "audit.tasks.export_audit_head",
+        "schedule": float(PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS),
     },
 }
 if CELERY_BROKER_URL.startswith("provfs"):

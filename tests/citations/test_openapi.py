@@ -13,6 +13,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from documents.models import Chunk, File
+from tests import factories
 from tests.support.openapi import assert_documented, generated_schema
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +77,7 @@ def test_every_json_body_is_described_field_by_field(schema):
             for body in bodies:
                 assert not _is_free_object(body), f"{method.upper()} {path}"
     thread_operations = [path for path in schema["paths"] if path.startswith("/v1/threads")]
-    assert len(thread_operations) == 7
+    assert len(thread_operations) == 9  # with a run's steps and one step
     runs = schema["paths"]["/v1/threads/{thread_id}/runs"]
     assert runs["post"]["responses"]["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/RunObject"
@@ -193,3 +194,70 @@ def test_error_responses_validate_against_the_schema(schema, library):
     assert refused.status_code == 401
     _check(schema, refused, "/v1/flow/files/{file_id}", "get")
     assert re.fullmatch(r"[a-z_]+", refused.json()["error"]["code"])
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return found + [ref for value in node.values() for ref in _refs(value)]
+    if isinstance(node, list):
+        return [ref for item in node for ref in _refs(item)]
+    return []
+
+
+def _resolve(schema: dict, ref: str) -> Any:
+    assert ref.startswith("#/"), ref
+    node: Any = schema
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        assert isinstance(node, dict) and part in node, f"dangling $ref {ref}"
+        node = node[part]
+    return node
+
+
+def test_every_ref_resolves(schema):
+    """``TextPartInput`` was named inside a raw field schema and never generated."""
+    refs = set(_refs(schema))
+    assert "#/components/schemas/MessageContentInput" in refs
+    for ref in refs:
+        _resolve(schema, ref)
+    content = schema["components"]["schemas"]["MessageContentInput"]["oneOf"][1]["items"]
+    assert content["properties"]["type"]["enum"] == ["text"]
+
+
+def test_every_limit_parameter_is_bounded(schema):
+    limits = [
+        (path, parameter["schema"])
+        for path, item in schema["paths"].items()
+        for operation in item.values()
+        for parameter in operation.get("parameters", [])
+        if parameter["name"] == "limit"
+    ]
+    assert len(limits) >= 2
+    for path, described in limits:
+        assert described["type"] == "integer", path
+        assert described["minimum"] == 1 and described["maximum"] == 100, path
+
+
+def test_json_operations_advertise_json_only_and_the_upload_a_binary_file(schema):
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            media = set(operation.get("requestBody", {}).get("content", {}))
+            if path == "/v1/flow/files" and method == "post":
+                assert media == {"multipart/form-data"}
+            else:
+                assert media <= {"application/json"}, f"{method} {path}: {media}"
+    assert set(schema["paths"]["/v1/citations/validate"]["post"]["requestBody"]["content"]) == {
+        "application/json"
+    }
+    upload = schema["components"]["schemas"]["FileUploadInput"]["properties"]["file"]
+    assert upload == {"type": "string", "format": "binary"}
+
+
+def test_the_validator_refuses_a_multipart_body_it_no_longer_advertises():
+    client = APIClient()
+    key = factories.api_key(factories.organization("Acme"))
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = client.post("/v1/citations/validate", {"citations": "[]"}, format="multipart")
+    assert response.status_code == 415
+    assert response.json()["error"]["code"] == "unsupported_media_type"

@@ -34,6 +34,13 @@ SQUAD = CORPUS / "qa" / "squad-v1.1-dev-subset6.json"
 
 @pytest.fixture(scope="module")
 def fp32() -> MiniLmEmbedder:
+    """The reference: the model in fp32 through torch."""
+    return MiniLmEmbedder(batch_size=16, precision="fp32", runtime="torch")
+
+
+@pytest.fixture(scope="module")
+def onnx_fp32() -> MiniLmEmbedder:
+    """fp32 documents through the ONNX export on ONNX Runtime (CPUs without native bf16)."""
     return MiniLmEmbedder(batch_size=16, precision="fp32")
 
 
@@ -321,7 +328,7 @@ def test_bf16_documents_run_through_openvino_in_input_order(
     from retrieval.onnx_query import OpenVinoQueryEncoder
 
     if not cpu_has_fast_bf16():
-        assert fast.documents_runtime == "torch"
+        assert fast.documents_runtime == "onnxruntime"
         return
     assert fast.documents_runtime == "openvino" and fp32.documents_runtime == "torch"
     encoder = fast._documents()
@@ -372,7 +379,8 @@ def test_documents_fall_back_to_torch_when_openvino_cannot_serve(
     embedder = MiniLmEmbedder(batch_size=16, precision="bf16")
     with caplog.at_level("WARNING", logger="retrieval.embedders"):
         vectors = embedder.embed_documents(paragraphs[:4])
-        assert embedder.documents_runtime == "torch"
+        expected = "torch" if embedder.precision == "bf16" else "onnxruntime"
+        assert embedder.documents_runtime == expected
     if embedder.precision == "bf16":
         assert caplog.text.count("OpenVINO bf16 unavailable: torch bf16") == 1  # tried once
     reference = fp32.embed_documents(paragraphs[:4])
@@ -391,6 +399,86 @@ def test_batches_are_padded_to_aligned_lengths_without_changing_vectors(
     # one text at a time, each padded only to its own multiple: the same vectors
     alone = [fp32.embed_documents([text])[0] for text in texts]
     assert min(_cos(a, b) for a, b in zip(padded, alone, strict=True)) >= 0.99999
+
+
+def test_fp32_documents_run_through_onnx_runtime_with_torchs_vectors(
+    fp32: MiniLmEmbedder, onnx_fp32: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    """Without native bf16 the chunks go through the ONNX export on ONNX Runtime in
+    fp32, in runs of similar length: each vector is its own text's, in input order,
+    and torch's fp32 vector to within float rounding."""
+    from retrieval.onnx_query import OnnxQueryEncoder
+
+    assert onnx_fp32.documents_runtime == "onnxruntime" and fp32.documents_runtime == "torch"
+    encoder = onnx_fp32._documents()
+    assert isinstance(encoder, OnnxQueryEncoder)
+    assert encoder.session.get_session_options().intra_op_num_threads == 1  # one per process
+    texts = [*paragraphs[:20], "Short.", "x " * 400]
+    vectors = onnx_fp32.embed_documents(texts)
+    reordered = onnx_fp32.embed_documents([*reversed(texts)])
+    reference = fp32.embed_documents(texts)
+    for text, vector, again, exact in zip(
+        texts, vectors, reversed(reordered), reference, strict=True
+    ):
+        assert abs(np.linalg.norm(vector) - 1.0) < 1e-5
+        assert _cos(vector, again) > 0.99999, text
+        assert _cos(vector, exact) > 0.99999, text
+
+
+def test_onnx_fp32_documents_rank_as_torch_fp32_documents(
+    fp32: MiniLmEmbedder, onnx_fp32: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    """The top 10 of every SQuAD question over the paragraphs, with documents and
+    questions embedded either way, are the same set."""
+    data = json.loads(SQUAD.read_text(encoding="utf-8"))
+    questions = [
+        qa["question"]
+        for article in data["data"]
+        for paragraph in article["paragraphs"][:2]
+        for qa in paragraph["qas"][:2]
+    ]
+    assert questions
+    reference_docs = np.asarray(fp32.embed_documents(paragraphs))
+    onnx_docs = np.asarray(onnx_fp32.embed_documents(paragraphs))
+    for question in questions:
+        vector = np.asarray(fp32.embed_documents([question])[0])
+        reference = set(np.argsort(-reference_docs @ vector)[:10])
+        assert set(np.argsort(-onnx_docs @ np.asarray(onnx_fp32.embed_query(question)))[:10]) == (
+            reference
+        ), question
+
+
+def test_documents_fall_back_to_torch_when_onnx_runtime_cannot_serve(
+    fp32: MiniLmEmbedder,
+    paragraphs: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import onnxruntime
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("onnxruntime: cannot create a session here")
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", broken)
+    embedder = MiniLmEmbedder(batch_size=16, precision="fp32")
+    with caplog.at_level("WARNING", logger="retrieval.embedders"):
+        vectors = embedder.embed_documents(paragraphs[:4])
+        assert embedder.documents_runtime == "torch"
+    assert caplog.text.count("ONNX Runtime fp32 unavailable: torch fp32") == 1
+    reference = fp32.embed_documents(paragraphs[:4])
+    assert min(_cos(a, b) for a, b in zip(vectors, reference, strict=True)) > 0.99999
+
+
+def test_runtime_is_read_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval.embedders import runtime_from_env
+
+    monkeypatch.setenv("PROVENANCE_EMBED_RUNTIME", "Torch ")
+    assert runtime_from_env() == "torch"
+    monkeypatch.setenv("PROVENANCE_EMBED_RUNTIME", "tensorflow")
+    with pytest.raises(ValueError, match="PROVENANCE_EMBED_RUNTIME"):
+        runtime_from_env()
+    with pytest.raises(ValueError, match="runtime"):
+        MiniLmEmbedder(runtime="jax")
 
 
 def test_unknown_precision_is_refused() -> None:

@@ -7,7 +7,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from citations.exports import quoted_source_record
+from citations.generators import ModelError
 from citations.models import App
+from citations.records import answer_markdown
 from citations.selectors import claims_of, quoted_sources_of
 from citations.services import QueryRejected, query_execute
 
@@ -19,6 +21,14 @@ class Command(BaseCommand):
         parser.add_argument("question")
         parser.add_argument("--app", help="app name or id (default: the only app)")
         parser.add_argument("--json", action="store_true", help="machine-readable output")
+        parser.add_argument(
+            "--markdown",
+            action="store_true",
+            help="the answer with claim footnotes and its sources as Markdown",
+        )
+        parser.add_argument(
+            "--base-url", default="", help="make the Markdown's links absolute on this origin"
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         app = self._app(options["app"])
@@ -26,6 +36,12 @@ class Command(BaseCommand):
             execution = query_execute(app=app, question=options["question"], origin="cli")
         except QueryRejected as exc:
             raise CommandError(exc.message) from exc
+        except ModelError as exc:
+            raise CommandError(f"{exc.code}: {exc.message}") from exc
+        if options["markdown"]:
+            base_url = str(options["base_url"]) or None
+            self.stdout.write(answer_markdown(execution, base_url=base_url))
+            return
         sources = list(quoted_sources_of(execution=execution))
         if options["json"]:
             self.stdout.write(json.dumps(_as_json(execution, sources), indent=2, default=str))

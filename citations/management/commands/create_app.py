@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from citations.llm_apps import AppError, app_create
+from citations.models import App, Reasoning
 from documents.models import Organization
 
 
@@ -22,6 +23,22 @@ class Command(BaseCommand):
             help="repeat for several data sources",
         )
         parser.add_argument("--public", action="store_true", help="answer without an API key")
+        parser.add_argument(
+            "--generator",
+            choices=App.Generator.values,
+            default=App.Generator.EXTRACTIVE,
+            help="who writes the answer (default: extractive, offline)",
+        )
+        parser.add_argument("--model", default="", help="the model of an LLM generator")
+        parser.add_argument("--system-prompt", default="", help="instructions for the model")
+        parser.add_argument("--temperature", type=float, default=None)
+        parser.add_argument("--max-output-tokens", type=int, default=None)
+        parser.add_argument(
+            "--reasoning",
+            choices=Reasoning.values,
+            default=Reasoning.SINGLE,
+            help="steps: answer a question that asks several things step by step",
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         organization = Organization.objects.filter(name=options["organization"]).first()
@@ -33,11 +50,19 @@ class Command(BaseCommand):
                 name=str(options["name"]),
                 data_source_names=list(options["data_sources"]),
                 is_public=bool(options["public"]),
+                generator=str(options["generator"]),
+                model=str(options["model"]),
+                prompt=str(options["system_prompt"]),
+                temperature=options["temperature"],
+                max_output_tokens=options["max_output_tokens"],
+                reasoning=str(options["reasoning"]),
             )
         except AppError as exc:
             raise CommandError(str(exc)) from exc
         visibility = "public" if app.is_public else "private"
+        writer = f"{app.generator} {app.model}".strip()
         self.stdout.write(
             f"created {visibility} app {app.name!r} over {', '.join(options['data_sources'])}"
+            f", answers by {writer}" + (" in steps" if app.reasoning == Reasoning.STEPS else "")
         )
         self.stdout.write(str(app.pk))

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from citations.models import QueryExecution
 from citations.services import query_validate
 from citations.validation import validate_citations
+from documents.json_limits import MAX_DOCUMENT_DEPTH, json_loads_bounded
 
 
 class Command(BaseCommand):
@@ -25,7 +26,9 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         if options["file"]:
             try:
-                items = json.loads(Path(str(options["file"])).read_text())
+                items = json_loads_bounded(
+                    Path(str(options["file"])).read_text(), max_depth=MAX_DOCUMENT_DEPTH
+                )
             except (OSError, ValueError) as exc:
                 raise CommandError(f"cannot read {options['file']}: {exc}") from exc
             if not isinstance(items, list):

