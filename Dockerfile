@@ -26,4 +26,6 @@ RUN pip install -e . \
 RUN useradd --uid 10001 --create-home provenance && mkdir -p /data && chown provenance /data
 USER provenance
 EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"
 CMD ["gunicorn", "-c", "provenance_site/gunicorn_conf.py", "provenance_site.wsgi:application"]

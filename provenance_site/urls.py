@@ -7,6 +7,7 @@ from rest_framework.permissions import AllowAny
 
 from citations.api.views import CitationValidateView
 from provenance_site.api_docs import ApiDocsView
+from provenance_site.health import healthz
 
 handler400 = "provenance_site.error_pages.bad_request"
 handler403 = "provenance_site.error_pages.permission_denied"
@@ -14,6 +15,7 @@ handler404 = "provenance_site.error_pages.page_not_found"
 handler500 = "provenance_site.error_pages.server_error"
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("v1/flow/", include("documents.api.urls")),
     path("semantics/", include("citations.api.urls")),

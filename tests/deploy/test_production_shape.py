@@ -53,6 +53,7 @@ def redis_url() -> str:
 def stack(redis_url, django_db_setup):  # noqa: ANN001, ANN201
     """The app role granted on the test database; a worker and gunicorn as that role."""
     call_command("database_app_role", role=ROLE)
+    call_command("collectstatic", interactive=False, verbosity=0)  # as make run does
     env = {"CELERY_BROKER_URL": redis_url, "PROVENANCE_DB_USER": ROLE}
     worker = WorkerProcess("app-role", extra_env=env)
     worker.start()
@@ -222,6 +223,13 @@ def test_gunicorn_answers_its_own_errors_in_the_json_shape(stack):
     assert response.status_code == 414
     assert response.headers["Content-Type"] == "application/json"
     assert response.json()["error"]["code"] == "uri_too_long"
+
+
+def test_health_check_answers_while_the_database_does(stack):
+    response = requests.get(f"{stack}/healthz", timeout=30)
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok"}
+    assert requests.post(f"{stack}/healthz", timeout=30).status_code == 405
 
 
 def test_static_files_are_served_with_debug_off(stack):

@@ -70,4 +70,4 @@ def test_ingest_command_and_worker_over_redis(redis_url, corpus, django_db_setup
     import redis
 
     bound = {k.decode() for k in redis.Redis.from_url(redis_url).keys("_kombu.binding.*")}
-    assert {"_kombu.binding.celery", "_kombu.binding.background"} <= bound, bound
+    assert "_kombu.binding.celery" in bound, bound

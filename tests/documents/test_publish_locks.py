@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 import pytest
 from django.db import connection, connections, transaction
 
 from documents import ingestion
+from documents.leases import Lease
 from documents.models import Chunk, File
 from tests import factories
 from tests.conftest import wait_for_status
@@ -56,11 +58,14 @@ def test_a_publish_locks_revisions_newest_first(celery_worker):  # noqa: ANN001
     # the moment of the race: neither older revision superseded yet
     File.objects.filter(pk__in=[oldest.pk, middle.pk]).update(superseded_at=None)
     markdown = newest.markdowns.get(is_active=True)
+    # the newest revision's publish holds its stage's claim, as a running stage does
+    lease = Lease(file_id=str(newest.pk), token=uuid.uuid4().hex)
+    File.objects.filter(pk=newest.pk).update(lease_owner=lease.token)
     errors: list[BaseException] = []
 
     def publish_newest() -> None:
         try:
-            ingestion._publish(str(newest.pk), markdown)
+            assert ingestion._publish(lease, markdown)
         except BaseException as error:  # noqa: BLE001 - reported by the test thread
             errors.append(error)
         finally:
