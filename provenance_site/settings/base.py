@@ -1,6 +1,6 @@
 """Settings shared by every environment, all read from the environment.
 
-See the configuration table in README.md for every variable.
+See docs/configuration.md for every variable.
 """
 
 from __future__ import annotations
