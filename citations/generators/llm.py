@@ -213,6 +213,9 @@ class Attempt:
         return lines
 
 
+DEFAULT_SYSTEM = "You answer questions about a company's documents, briefly and exactly."
+
+
 class TwoAttempts:
     """A model answer with one retry: when the first reply breaks the contract or a
     citation fails verification, the model is told the codes once; then whatever still
@@ -220,6 +223,23 @@ class TwoAttempts:
 
     # reasons that do not call for the retry
     not_retried: frozenset[str] = frozenset()
+    app: Any
+
+    def model_required(self) -> str:
+        """The app's model; an app set to a model generator without one is an error."""
+        if not self.app.model:
+            raise ModelError(
+                f"the app {self.app.name!r} has no model: set one in the admin or with "
+                "create_app --model",
+                code="model_not_configured",
+                status=503,
+            )
+        return self.app.model
+
+    def system_prompt(self, instructions: str | None) -> str:
+        """A run's instructions replace the app's system prompt; else the app's, or ours."""
+        system = instructions if instructions is not None else self.app.prompt
+        return system or DEFAULT_SYSTEM
 
     def first_messages(self, question: str, passages: Any, instructions: str | None) -> Any:
         raise NotImplementedError
