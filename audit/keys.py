@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +18,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from provenance_site.env import secret_file_ensure
 
 MIN_KEY_CHARS = 32
 UNKEYED = ""  # the key_id of entries made with plain SHA-256, before the chain was keyed
@@ -46,20 +47,8 @@ def _key(text: str, origin: str) -> AuditKey:
 
 
 def _generated(path: Path) -> str:
-    """The key in ``path``, made there (random, 0600) on first use; concurrent first
-    uses agree because the file appears atomically (a link that fails if it exists)."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        temporary.write_text(secrets.token_hex(32) + "\n")
-        temporary.chmod(0o600)
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            pass
-        finally:
-            temporary.unlink()
-    return path.read_text()
+    """The key in ``path``, made there (random, 0600) on first use."""
+    return secret_file_ensure(path, lambda: secrets.token_hex(32))
 
 
 @cache

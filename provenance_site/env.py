@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -67,3 +70,21 @@ def env_rate(name: str, default: str) -> str | None:
     if not _RATE.match(raw):
         raise ImproperlyConfigured(f"{name}={raw!r} is not a rate such as 60/min (or off)")
     return raw
+
+
+def secret_file_ensure(path: Path, make: Callable[[], str]) -> str:
+    """The secret in ``path``, made there by ``make`` (mode 0600) when it is missing.
+    Concurrent first uses agree: the file appears atomically (a hard link that fails
+    if the name exists), so no reader ever sees it half written."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        temporary.touch(mode=0o600)
+        temporary.write_text(make() + "\n")
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink()
+    return path.read_text().strip()

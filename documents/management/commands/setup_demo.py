@@ -4,7 +4,6 @@ the project's own demo documents queued for ingestion."""
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -16,6 +15,7 @@ from documents.api_keys import api_key_create, api_key_verify
 from documents.demo import demo_documents_write
 from documents.models import DataSource, File, Organization, OrganizationMember
 from documents.uploads import file_upload
+from provenance_site.env import secret_file_ensure
 from retrieval.services import vector_database_default
 
 
@@ -72,9 +72,9 @@ class Command(BaseCommand):
         user_model = get_user_model()
         user = user_model.objects.filter(username="admin").first()
         if user is None:
-            password = secrets.token_urlsafe(12)
+            saved.unlink(missing_ok=True)  # a new login: a new password
+            password = secret_file_ensure(saved, lambda: secrets.token_urlsafe(12))
             user = user_model.objects.create_superuser("admin", "admin@example.com", password)
-            _secret_write(saved, password)
         OrganizationMember.objects.get_or_create(organization=organization, user=user)
         if saved.exists() and user.check_password(saved.read_text().strip()):
             return saved.read_text().strip()
@@ -87,13 +87,7 @@ class Command(BaseCommand):
             key = api_key_verify(presented=saved.read_text().strip())
             if key is not None and key.organization_id == organization.pk:
                 return saved.read_text().strip()
-        _, secret = api_key_create(organization=organization, name="make run")
-        _secret_write(saved, secret)
-        return secret
-
-
-def _secret_write(path: Path, secret: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600)
-    path.chmod(0o600)
-    path.write_text(secret + "\n")
+            saved.unlink()
+        return secret_file_ensure(
+            saved, lambda: api_key_create(organization=organization, name="make run")[1]
+        )
