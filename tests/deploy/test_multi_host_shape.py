@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ import psycopg
 import pytest
 import requests
 
+from tests.support.net import free_port
 from tests.support.worker import ARTIFACTS, ROOT
 
 pytestmark = pytest.mark.worker
@@ -37,12 +37,6 @@ pytestmark = pytest.mark.worker
 BUCKET = "provenance-originals"
 ROLE = "provenance_app"
 FACT = b"# Retention\n\nInvoices are kept for seven years after the fiscal year ends.\n"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _book(paragraphs: int) -> bytes:
@@ -124,7 +118,7 @@ def s3() -> Iterator[str]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
     server.start()
     url = f"http://127.0.0.1:{port}"
@@ -146,7 +140,7 @@ def stack(managed_database, s3, tmp_path) -> Iterator[Stack]:  # noqa: ANN001
     owner_url, app_url, server = managed_database
     broker = "redis://127.0.0.1:6379/13"
     redis.Redis.from_url(broker).flushdb()
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PROVENANCE_", "DJANGO_"))},
         "DJANGO_SETTINGS_MODULE": "provenance_site.settings.production",

@@ -5,7 +5,6 @@ role cannot erase evidence."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from django.db import connection
 
 from audit.database_role import app_role_owned
 from tests import factories
+from tests.support.net import free_port
 from tests.support.worker import ARTIFACTS, ROOT, WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -32,12 +32,6 @@ HANDBOOK = (
     b"# Retention\n\nInvoices are kept for seven years after the fiscal year ends.\n\n"
     b"# Travel\n\nTrain travel is booked in second class for trips under four hours.\n"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -57,7 +51,7 @@ def stack(redis_url, django_db_setup):  # noqa: ANN001, ANN201
     env = {"CELERY_BROKER_URL": redis_url, "PROVENANCE_DB_USER": ROLE}
     worker = WorkerProcess("app-role", extra_env=env)
     worker.start()
-    port = _free_port()
+    port = free_port()
     web_env = {
         **worker.env(),
         **env,
