@@ -61,6 +61,7 @@ def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001
 def test_an_answer_finishing_after_its_sweep_does_not_overwrite_it(app):
     """The answer is held inside its search by a lock on the chunks, swept, released:
     its late evidence is rolled back and the recorded failure stands."""
+    query_execute(app=app, question=QUESTIONS[1])  # loads the model before the clock runs
     locker = _connect()
     locker.execute("LOCK TABLE documents_chunk IN ACCESS EXCLUSIVE MODE")
     outcome: dict[str, BaseException] = {}
@@ -76,7 +77,9 @@ def test_an_answer_finishing_after_its_sweep_does_not_overwrite_it(app):
     thread = threading.Thread(target=answer)
     thread.start()
     try:
-        _wait(lambda: _waiting_on("documents_chunk") > 0, 60, "the answer never reached the chunks")
+        _wait(
+            lambda: _waiting_on("documents_chunk") > 0, 180, "the answer never reached the chunks"
+        )
         execution = QueryExecution.objects.get(question=QUESTIONS[0])
         assert execution.status == QueryStatus.RUNNING
         assert query_executions_sweep_stale(stale_seconds=0) == [str(execution.pk)]
@@ -172,10 +175,14 @@ def _cut_off_mid_answer(app: App, faults: _Faults) -> QueryExecution:
     its failure on). The random outages that follow may or may not catch another."""
     locker = _connect()
     locker.execute("LOCK TABLE documents_chunk IN ACCESS EXCLUSIVE MODE")
-    asker = threading.Thread(target=_Faults(app, askers=1, rounds=1, seed=0, pause=1).ask, args=(0,))
+    asker = threading.Thread(
+        target=_Faults(app, askers=1, rounds=1, seed=0, pause=1).ask, args=(0,)
+    )
     try:
         asker.start()
-        _wait(lambda: _waiting_on("documents_chunk") > 0, 60, "the answer never reached the chunks")
+        _wait(
+            lambda: _waiting_on("documents_chunk") > 0, 180, "the answer never reached the chunks"
+        )
         with _connect(dbname="postgres", autocommit=True) as admin:
             faults.outage(admin, connection.settings_dict["NAME"], 1.0)
     finally:
