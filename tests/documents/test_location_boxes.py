@@ -19,7 +19,7 @@ from django.conf import settings
 from documents import ingestion
 from documents.chunking import chunk_markdown
 from documents.converters import ConversionError, converter_for
-from documents.converters._pdf_layout import TEXT_FLAGS  # glyphs decoded as converted
+from documents.converters.pdf.extract import TEXT_FLAGS  # glyphs decoded as converted
 from documents.converters.sandbox import FAULT_ENV, pdf_words_isolated
 from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
@@ -27,9 +27,10 @@ from documents.models import DataSource, File, Location, SourceBoxes
 from documents.storage import original_delete
 from documents.word_boxes import DocumentWords, words_unpack
 from tests import factories
-from tests.documents.test_provenance_corpus import CORPUS_FILES, OVERLAP, TARGET, _case_id
+from tests.documents.test_provenance_corpus import CORPUS_FILES, OVERLAP, SCAN, TARGET, _case_id
+from tests.support.corpus import nonempty
 
-PDFS = [name for name in CORPUS_FILES if name.lower().endswith(".pdf")]
+PDFS = nonempty([name for name in CORPUS_FILES if name.lower().endswith(".pdf")], "corpus PDFs")
 # right-to-left lines stay whole by design (documents/word_boxes.py): the page lists
 # their words left to right, so a repeated word could pair with the wrong copy; their
 # lam-alef ligatures are read in another order too (test_provenance_corpus allows it)
@@ -109,10 +110,11 @@ def _foreign_words(data: bytes, *, narrowed: bool) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("name", PDFS, ids=_case_id)
 def test_location_boxes_hold_their_own_words_and_no_others(name, corpus):
     data = (corpus / name).read_bytes()
-    try:
-        foreign, left_out = _box_check(data, narrowed=True)
-    except ConversionError:
-        return  # encrypted or scanned: no locations (test_provenance_corpus covers these)
+    if name == SCAN:  # refused, so no locations (test_provenance_corpus covers it)
+        with pytest.raises(ConversionError, match="no text layer"):
+            _box_check(data, narrowed=True)
+        return
+    foreign, left_out = _box_check(data, narrowed=True)
     if name in RIGHT_TO_LEFT:
         return
     assert left_out == [], f"{name}: words in no box of their location: {left_out[:10]}"

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pymupdf
 import pytest
 
-from documents.converters._pdf_tables import ruled_tables
 from documents.converters.pdf import PdfConverter
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from documents.converters.pdf.ruled import ruled_tables
+from tests.support.corpus import CORPUS
 
 
 def _grid_pdf(*, columns: list[float], rows: list[float], merged_top: bool = False) -> bytes:
@@ -36,7 +33,7 @@ def test_a_drawn_grid_is_one_table_with_its_cell_boxes():
     data = _grid_pdf(columns=[72, 200, 330, 460], rows=[100, 130, 160])
     (table,) = ruled_tables(pymupdf.open(stream=data)[0])
     assert (table.row_count, table.col_count) == (2, 3)
-    assert table.rows[1].cells[2] == pytest.approx((330, 130, 460, 160), abs=0.5)
+    assert table.rows[1].cells[2].as_tuple() == pytest.approx((330, 130, 460, 160), abs=0.5)
     markdown = PdfConverter().convert(data).markdown
     assert "| r0c0 | r0c1 | r0c2 |" in markdown
     assert "| r1c0 | r1c1 | r1c2 |" in markdown
@@ -45,7 +42,7 @@ def test_a_drawn_grid_is_one_table_with_its_cell_boxes():
 def test_a_cell_spanning_the_row_leaves_the_covered_columns_empty():
     data = _grid_pdf(columns=[72, 200, 330], rows=[100, 130, 160], merged_top=True)
     (table,) = ruled_tables(pymupdf.open(stream=data)[0])
-    assert table.rows[0].cells[0] == pytest.approx((72, 100, 330, 130), abs=0.5)
+    assert table.rows[0].cells[0].as_tuple() == pytest.approx((72, 100, 330, 130), abs=0.5)
     assert table.rows[0].cells[1] is None
     assert "| r0c0 |  |" in PdfConverter().convert(data).markdown
 
@@ -70,11 +67,11 @@ def _near(a, b) -> bool:
 def _same_table(ours, theirs) -> bool:
     """Equal cell for cell, except that PyMuPDF may close one more row at the bottom."""
     return (
-        _near(ours.bbox[:3], tuple(theirs.bbox)[:3])
+        _near(ours.bbox.as_tuple()[:3], tuple(theirs.bbox)[:3])
         and ours.col_count == theirs.col_count
         and ours.row_count in (theirs.row_count, theirs.row_count - 1)
         and all(
-            _near(a, b)
+            _near(a and a.as_tuple(), b)
             for mine, other in zip(ours.rows, theirs.rows, strict=False)
             for a, b in zip(mine.cells, other.cells, strict=True)
         )
@@ -158,7 +155,7 @@ def test_right_to_left_cells_read_as_their_clipped_text():
     reread = pymupdf.open(stream=data)[0]
     (table,) = ruled_tables(reread)
     clipped = [
-        " ".join(reread.get_text("text", clip=box).split())
+        " ".join(reread.get_text("text", clip=box.as_tuple()).split())
         for row in table.rows
         for box in row.cells
     ]

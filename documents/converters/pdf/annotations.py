@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import pymupdf
 
 from documents.converters._mdbuild import clean_inline
-
-Box = tuple[float, float, float, float]
+from documents.converters.pdf.geometry import Box
+from documents.converters.pdf.thresholds import ANCHOR_CHARS, MAX_NOTE_CHARS
 
 # PDF subtype -> what the line calls it
 _KINDS = {
@@ -39,14 +39,13 @@ _KINDS = {
     "Sound": "sound",
 }
 _MARKUP = frozenset({"Highlight", "Underline", "StrikeOut", "Squiggly"})
-MAX_ANNOTATIONS = 2_000  # per document: a hostile file may hold millions
-MAX_CHARS = 2_000  # of one note
-ANCHOR_CHARS = 120  # of the marked text quoted beside a markup's note
 _PDF_DATE = re.compile(r"^D:(\d{4})(\d{2})?(\d{2})?")
 
 
 @dataclass(frozen=True)
 class Note:
+    """One annotation's note as a Markdown line, on its page, boxed where it sits."""
+
     page_number: int
     text: str  # the whole Markdown line
     box: Box
@@ -65,24 +64,15 @@ def page_notes(page: pymupdf.Page, budget: int) -> list[Note]:
 
 
 def _note(page: pymupdf.Page, annotation: pymupdf.Annot) -> Note | None:
+    """The note of one annotation; None for a kind no note is taken from, or an
+    empty note."""
     subtype = annotation.type[1]
     kind = _KINDS.get(subtype)
     info = annotation.info
-    text = clean_inline((info.get("content") or "")[:MAX_CHARS])
+    text = clean_inline((info.get("content") or "")[:MAX_NOTE_CHARS])
     if kind is None or not text:
         return None
-    box = annotation.rect
-    anchor = ""
-    if subtype in _MARKUP:
-        marked = _marked(annotation)
-        if marked:
-            box = marked[0]
-            for rect in marked[1:]:
-                box |= rect
-            anchor = clean_inline(" ".join(page.get_textbox(rect) for rect in marked))
-    box &= page.rect  # an annotation may reach past the page; its box stays on it
-    if box.is_empty:
-        box = pymupdf.Rect(annotation.rect.tl, annotation.rect.tl) & page.rect
+    box, anchor = _place(page, annotation, subtype)
     who = clean_inline(info.get("title") or "") or "unknown author"
     date = _date(info.get("modDate") or info.get("creationDate") or "")
     line = f"- {who}{f', {date}' if date else ''}, {kind}"
@@ -90,7 +80,24 @@ def _note(page: pymupdf.Page, annotation: pymupdf.Annot) -> Note | None:
         if len(anchor) > ANCHOR_CHARS:
             anchor = anchor[:ANCHOR_CHARS].rsplit(" ", 1)[0] + "…"
         line += f" on “{anchor}”"
-    return Note(page.number + 1, f"{line}: {text}", (box.x0, box.y0, box.x1, box.y1))
+    return Note(page.number + 1, f"{line}: {text}", Box(box.x0, box.y0, box.x1, box.y1))
+
+
+def _place(page: pymupdf.Page, annotation: pymupdf.Annot, subtype: str) -> tuple[pymupdf.Rect, str]:
+    """Where the note is boxed, kept on the page, and the text it marks (a
+    highlight's, quoted as its anchor; "" for other kinds)."""
+    box = annotation.rect
+    anchor = ""
+    marked = _marked(annotation) if subtype in _MARKUP else []
+    if marked:
+        box = marked[0]
+        for rect in marked[1:]:
+            box |= rect
+        anchor = clean_inline(" ".join(page.get_textbox(rect) for rect in marked))
+    box &= page.rect  # an annotation may reach past the page; its box stays on it
+    if box.is_empty:
+        box = pymupdf.Rect(annotation.rect.tl, annotation.rect.tl) & page.rect
+    return box, anchor
 
 
 def _marked(annotation: pymupdf.Annot) -> list[pymupdf.Rect]:

@@ -14,10 +14,12 @@ from typing import NamedTuple
 
 import pymupdf
 
-from documents.converters._pdf_layout import TEXT_FLAGS
+from documents.converters.pdf.extract import TEXT_FLAGS
 
 
 class Word(NamedTuple):
+    """A word of the page and its box, keyed by the height of its centre."""
+
     centre_y: float
     centre_x: float
     order: int  # MuPDF's reading order on the page
@@ -28,6 +30,7 @@ class Word(NamedTuple):
     bottom: float
 
     def crosses(self, x: float, tolerance: float) -> bool:
+        """The word has text on both sides of ``x``, past ``tolerance``."""
         return self.left < x - tolerance and self.right > x + tolerance
 
 
@@ -36,10 +39,13 @@ class PageWordIndex:
 
     def __init__(self, page: pymupdf.Page | None, words: Sequence[Sequence] | None = None) -> None:
         self.page = page
-        raw = page.get_text("words", flags=TEXT_FLAGS) if words is None else words
+        if words is None:
+            assert page is not None, "the words of a page need the page, or its words"
+            words = page.get_text("words", flags=TEXT_FLAGS)
+        # PyMuPDF's words: (x0, y0, x1, y1, text, block, line, word)
         self.words = sorted(
             Word((w[1] + w[3]) / 2, (w[0] + w[2]) / 2, order, w[4], w[0], w[2], w[1], w[3])
-            for order, w in enumerate(raw)
+            for order, w in enumerate(words)
         )
         self.heights = [w.centre_y for w in self.words]
 
