@@ -25,11 +25,13 @@ services:
 	./scripts/ensure_services.sh
 
 test: install services
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: install
 	$(VENV)/bin/ruff format .

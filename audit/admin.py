@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from audit.models import DocumentEvent, EvidenceEntry
-from documents.admin_scoping import EvidenceAdmin
+from core.admin_scoping import EvidenceAdmin
 
 
 @admin.register(EvidenceEntry)

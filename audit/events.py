@@ -8,21 +8,18 @@ from django.db import transaction
 
 from audit.ledger import ledger_append
 from audit.models import DocumentEvent
+from core.caller import caller_label
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
-    from django.http import HttpRequest
 
     from documents.models import ApiKey, File
 
 
 def actor_label(user: AbstractBaseUser | None = None, api_key: ApiKey | None = None) -> str:
-    """Who acted, in words that stay meaningful after the account is gone."""
-    if api_key is not None:
-        return f"api-key:{api_key.prefix}"
-    if user is not None and getattr(user, "is_authenticated", False):
-        return f"user:{user.get_username()}"
-    return "system"
+    """Who acted on a document: the caller's label, "system" when nobody did (a
+    command, a task)."""
+    return caller_label(user=user, api_key=api_key, nobody="system")
 
 
 @transaction.atomic
@@ -48,8 +45,3 @@ def document_event_record(
     )
     ledger_append([event])
     return event
-
-
-def client_address(request: HttpRequest) -> str | None:
-    """The caller's address as the server saw it (proxies are the operator's to configure)."""
-    return request.META.get("REMOTE_ADDR") or None

@@ -128,7 +128,7 @@ def _prune(storage: Storage) -> None:
     for name in names[: max(0, len(names) - settings.PROVENANCE_AUDIT_HEAD_KEEP)]:
         try:
             storage.delete(name)
-        except Exception:  # noqa: BLE001 - best effort: a bucket may refuse deletes (object lock)
+        except Exception:  # best effort: a bucket may refuse deletes (object lock)
             logger.warning("could not remove the old audit head %s", name, exc_info=True)
 
 

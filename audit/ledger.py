@@ -46,6 +46,7 @@ CHAINED_MODELS = (
     "citations.ReasoningStep",
     "citations.StepSourceAttribution",
     "citations.StepClaim",
+    "citations.AnswerFeedback",
     "audit.DocumentEvent",
     "evaluation.EvaluationRun",
     "evaluation.EvaluationItem",
@@ -61,9 +62,22 @@ def _value(value: object) -> object:
     return value
 
 
+# columns added to an evidence table after rows were chained: hashed only when they
+# hold something, so the rows chained before they existed still verify
+ADDED_COLUMNS = {
+    "citations_queryexecution": {"confidence": "", "confidence_note": ""},
+}
+
+
 def canonical(record: models.Model) -> bytes:
-    """Every concrete column of the row, as sorted compact JSON."""
-    fields = {f.attname: _value(getattr(record, f.attname)) for f in record._meta.concrete_fields}
+    """Every concrete column of the row, as sorted compact JSON (an added column
+    left at its default out)."""
+    added = ADDED_COLUMNS.get(record._meta.db_table, {})
+    fields = {
+        f.attname: _value(getattr(record, f.attname))
+        for f in record._meta.concrete_fields
+        if f.attname not in added or getattr(record, f.attname) != added[f.attname]
+    }
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
@@ -118,7 +132,7 @@ def ledger_append(records: Sequence[models.Model]) -> list[EvidenceEntry]:
     return EvidenceEntry.objects.bulk_create(entries)
 
 
-def seal_entry(entry_model: type[models.Model], key: AuditKey) -> models.Model | None:
+def seal_entry(entry_model: type[EvidenceEntry], key: AuditKey) -> EvidenceEntry | None:
     """Chain the unkeyed entries made before the chain was keyed under ``key`` (the
     caller holds the chain lock in a transaction). Takes the model class so the
     migration that seals an existing chain can pass its historical model."""
@@ -144,24 +158,30 @@ def ledger_seal() -> EvidenceEntry | None:
     return seal_entry(EvidenceEntry, key)
 
 
-def _organizations(records: Sequence[models.Model]) -> dict[tuple[str, object], object]:
+def _organizations(records: Sequence[models.Model]) -> dict[tuple[str, object], uuid.UUID | None]:
     """Each record's organization, so an officer's scoped list shows the whole chain
     of their answers: the record's own, or, for the rows of an answer (hits, quoted
     sources, claims, traces), that of its query execution."""
     executions = apps.get_model("citations.QueryExecution")
-    query_ids = {getattr(r, "query_id", None) for r in records if not hasattr(r, "organization_id")}
-    query_ids.discard(None)
-    of_query = dict(
-        executions.objects.filter(pk__in=query_ids).values_list("pk", "organization_id")
+    query_ids = {
+        query_id
+        for r in records
+        if not hasattr(r, "organization_id") and (query_id := _query_id(r)) is not None
+    }
+    of_query: dict[uuid.UUID | None, uuid.UUID] = dict(
+        executions._default_manager.filter(pk__in=query_ids).values_list("pk", "organization_id")
     )
     return {
         (r._meta.db_table, r.pk): (
-            r.organization_id
-            if hasattr(r, "organization_id")
-            else of_query.get(getattr(r, "query_id", None))
+            r.organization_id if hasattr(r, "organization_id") else of_query.get(_query_id(r))
         )
         for r in records
     }
+
+
+def _query_id(record: models.Model) -> uuid.UUID | None:
+    """The query execution a row of an answer belongs to (None for other records)."""
+    return getattr(record, "query_id", None)
 
 
 def _reread(records: Sequence[models.Model]) -> list[models.Model]:
@@ -171,7 +191,7 @@ def _reread(records: Sequence[models.Model]) -> list[models.Model]:
         by_model.setdefault(type(record), []).append(record.pk)
     fresh = {}
     for model, pks in by_model.items():
-        for row in model.objects.filter(pk__in=pks):
+        for row in model._default_manager.filter(pk__in=pks):
             fresh[(model, row.pk)] = row
     return [fresh[(type(r), r.pk)] for r in records]
 
@@ -322,6 +342,21 @@ def _stale_running(stale_seconds: int) -> str:
         f"citations_queryexecution {', '.join(named)}: {stale.count()} answer(s) still "
         f"running after {stale_seconds} s (stuck; the sweeper marks them failed)"
     )
+
+
+def ledger_record_status(record: models.Model, *, chained_later: bool = False) -> str:
+    """How ``record`` stands in the chain, in words for an officer: its entry and
+    whether its content still hashes to what was chained; when it has no entry, "not
+    chained yet" if ``chained_later`` (an answer is chained once it completes), else
+    "MISSING from the chain"."""
+    entry = EvidenceEntry.objects.filter(
+        record_table=record._meta.db_table, record_id=str(record.pk)
+    ).first()
+    if entry is None:
+        return "not chained yet" if chained_later else "MISSING from the chain"
+    digest = hashlib.sha256(canonical(record)).hexdigest()
+    state = "intact" if digest == entry.content_hash else "EDITED since it was chained"
+    return f"entry #{entry.seq}, {state}"
 
 
 def ledger_head() -> dict:

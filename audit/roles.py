@@ -12,7 +12,7 @@ OFFICER_ACTIONS = ("evaluation.start_evaluation",)
 
 
 def compliance_officer_group_ensure(**_: object) -> Group:
-    group, _ = Group.objects.get_or_create(name=OFFICER_GROUP)
+    group, _created = Group.objects.get_or_create(name=OFFICER_GROUP)
     views = Permission.objects.filter(
         content_type__app_label__in=VIEWABLE_APPS, codename__startswith="view_"
     )

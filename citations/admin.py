@@ -8,8 +8,6 @@ scores, the index identity, the validator result and the audit-chain status.
 
 from __future__ import annotations
 
-import hashlib
-
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -17,18 +15,20 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString
 
-from audit.ledger import canonical
-from audit.models import EvidenceEntry
+from audit.ledger import ledger_record_status
 from citations import exports
+from citations.markers import MARKER
 from citations.model_evidence import written_by
 from citations.models import (
+    AnswerFeedback,
     App,
     ClaimCheck,
     ClaimCitation,
     ModelCall,
     QueryExecution,
+    QueryStatus,
     QuotedSource,
     RagTrace,
     ReasoningStep,
@@ -39,12 +39,9 @@ from citations.models import (
 from citations.reasoning.selectors import reasoning_page
 from citations.services import query_validate
 from citations.validation import later_meaning
-from documents.admin_scoping import (
-    EvidenceAdmin,
-    OrganizationScopedAdmin,
-    ReadOnlyInline,
-    organization_ids_of,
-)
+from citations.web.rendering import Marker, answer_html
+from core.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyInline
+from core.tenancy import organization_ids_of
 from documents.models import DataSource
 
 
@@ -225,26 +222,20 @@ class QueryExecutionAdmin(EvidenceAdmin):
         return response
 
 
-def _answer_with_links(execution: QueryExecution) -> str:
-    """The answer, HTML-escaped, with each [n] linking to its source on the page."""
-    from django.utils.html import escape
-
-    html = escape(execution.answer)
-    for source in execution.quoted_sources.all():
-        marker = f"[{source.quoted_as}]"
-        html = html.replace(marker, f'<a href="#source-{source.quoted_as}">{marker}</a>')
-    return mark_safe(html)  # noqa: S308 - built from escaped text
-
-
-def _chain_status(execution: QueryExecution) -> str:
-    entry = EvidenceEntry.objects.filter(
-        record_table=QueryExecution._meta.db_table, record_id=str(execution.pk)
-    ).first()
-    if entry is None:
-        return "not chained yet" if execution.status == "running" else "MISSING from the chain"
-    digest = hashlib.sha256(canonical(execution)).hexdigest()
-    state = "intact" if digest == entry.content_hash else "EDITED since it was chained"
-    return f"entry #{entry.seq}, {state}"
+def _answer_with_links(execution: QueryExecution) -> SafeString:
+    """The answer as rendered Markdown, each [n] linking to its source on the page."""
+    numbers = {source.quoted_as for source in execution.quoted_sources.all()}
+    markers = [
+        Marker(
+            at=found.start() - 1,
+            quoted_as=found.group(1),
+            href=f"#source-{found.group(1)}",
+            label=f"Source {found.group(1)}",
+        )
+        for found in MARKER.finditer(execution.answer)
+        if found.group(1) in numbers and found.start() > 0
+    ]
+    return answer_html(execution.answer, markers)
 
 
 def evidence_context(execution: QueryExecution) -> dict:
@@ -274,7 +265,9 @@ def evidence_context(execution: QueryExecution) -> dict:
         "hits": hits,
         "validation": validation,
         "validation_meaning": later_meaning(validation["result"]),
-        "chain_status": _chain_status(execution),
+        "chain_status": ledger_record_status(
+            execution, chained_later=execution.status == QueryStatus.RUNNING
+        ),
         "report_url": reverse("admin:citations_queryexecution_report", args=[execution.pk]),
         "written_by": written_by(execution),
         "model_calls": list(execution.model_calls.defer("prompt", "raw_response")),
@@ -399,3 +392,19 @@ class RagTraceAdmin(EvidenceAdmin):
 
 
 from citations.threads import admin as threads_admin  # noqa: E402, F401 - thread admins
+
+
+@admin.register(AnswerFeedback)
+class AnswerFeedbackAdmin(EvidenceAdmin):
+    """Readers' verdicts on answers, as recorded (read-only: they are evidence)."""
+
+    organization_path = "organization"
+    list_display = ["rating", "comment_short", "caller", "query", "organization", "created_at"]
+    list_filter = ["rating", ("organization", admin.RelatedOnlyFieldListFilter), "created_at"]
+    list_select_related = ["query", "organization"]
+    search_fields = ["comment", "caller", "=query__id"]
+    date_hierarchy = "created_at"
+
+    @admin.display(description="comment")
+    def comment_short(self, obj: AnswerFeedback) -> str:
+        return obj.comment[:120]

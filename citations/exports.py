@@ -7,6 +7,7 @@ import csv
 import json
 from collections.abc import Iterator
 
+from django.db import models
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
 from citations.models import (
@@ -82,7 +83,8 @@ def _with_provenance(queryset: QuerySet[QueryExecution]) -> Iterator[QueryExecut
         yield from batch
         last = batch[-1].pk
         for record in batch:  # prefetched children point back at their parent: break
-            record._prefetched_objects_cache.clear()  # the cycles so pages free at once
+            # the cycles so pages free at once (Django's prefetch cache: not in the stubs)
+            record._prefetched_objects_cache.clear()  # type: ignore[attr-defined]
 
 
 class _Echo:
@@ -220,7 +222,7 @@ def _steps() -> QuerySet[ReasoningStep]:
     )
 
 
-def _fields(row: object, skip: tuple[str, ...]) -> dict:
+def _fields(row: models.Model, skip: tuple[str, ...]) -> dict:
     return {
         f.attname: getattr(row, f.attname)
         for f in row._meta.concrete_fields

@@ -65,11 +65,12 @@ def claim_checks_create(
     generation: Generation,
     call: ModelCall,
     hits: Sequence[RetrievalHit],
+    *,
     composition: Composition,
     claim_rows: Sequence[ClaimCitation],
 ) -> list[ClaimCheck]:
     """One row per check; a supported one points at the claim citation it became."""
-    became = {
+    became: dict[tuple[int | None, int | None], ClaimCitation] = {
         (composed.claim.sentence, composed.claim.passage): row
         for composed, row in zip(composition.claims, claim_rows, strict=True)
     }
@@ -112,7 +113,9 @@ def model_evidence_create(
         return []
     calls = model_calls_create(execution, generation)
     checked = calls[generation.checked_call]
-    checks = claim_checks_create(execution, generation, checked, hits, composition, claim_rows)
+    checks = claim_checks_create(
+        execution, generation, checked, hits, composition=composition, claim_rows=claim_rows
+    )
     return [*calls, *checks]
 
 

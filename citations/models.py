@@ -149,6 +149,10 @@ class QueryExecution(models.Model):
     latency_ms = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # how far the answer can be trusted, in plain language (citations/confidence.py);
+    # empty on answers given before it was recorded
+    confidence = models.CharField(max_length=10, blank=True, default="")
+    confidence_note = models.TextField(blank=True, default="")
 
     def __str__(self) -> str:
         return self.question[:80]
@@ -441,7 +445,7 @@ class RagTrace(models.Model):
     ts = models.DateTimeField()
     qid = models.TextField()
     seg = models.IntegerField()
-    deltaS = models.FloatField(db_column="deltas")  # noqa: N815 - the documented column name
+    deltaS = models.FloatField(db_column="deltas")  # the documented column name
     lambda_state = models.TextField()
     store = models.TextField(null=True)  # noqa: DJ001 - nullable as documented
     index_hash = models.TextField(null=True)  # noqa: DJ001 - nullable as documented
@@ -560,3 +564,93 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.status})"
+
+
+class ResponseStatus(models.TextChoices):
+    """in_progress → completed | failed (``/v1/responses`` answers in the request)."""
+
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class ResponseRecord(models.Model):
+    """One answer of the Responses API (``POST /v1/responses``): the app it asked
+    (``model``), the input as given, the turn it follows (``previous_response_id``)
+    and the query execution holding its evidence. Deleting it only hides it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        "documents.Organization", on_delete=models.PROTECT, related_name="responses"
+    )
+    app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="responses")
+    previous = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="follow_ups"
+    )
+    question = models.TextField(help_text="The latest user message: what was answered.")
+    input = models.JSONField(default=list, help_text="The input messages, as given.")
+    instructions = models.TextField(blank=True, default="")
+    tools = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=20,
+        choices=ResponseStatus.choices,
+        default=ResponseStatus.IN_PROGRESS,
+        db_index=True,
+    )
+    query = models.ForeignKey(
+        QueryExecution, null=True, blank=True, on_delete=models.PROTECT, related_name="responses"
+    )
+    caller_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    caller_api_key = models.ForeignKey(
+        "documents.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    error_code = models.CharField(max_length=40, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"response {self.pk} ({self.status})"
+
+
+class FeedbackRating(models.TextChoices):
+    HELPFUL = "helpful", "Helpful"
+    NOT_HELPFUL = "not_helpful", "Not helpful"
+
+
+class AnswerFeedback(models.Model):
+    """A reader's verdict on one answer, with an optional comment. Evidence like the
+    answer itself: written once, never changed (append-only trigger) and chained in
+    the audit ledger; a reader who changes their mind adds a row, the latest counts."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    query = models.ForeignKey(QueryExecution, on_delete=models.PROTECT, related_name="feedback")
+    organization = models.ForeignKey(
+        "documents.Organization", on_delete=models.PROTECT, related_name="+"
+    )
+    rating = models.CharField(max_length=20, choices=FeedbackRating.choices)
+    comment = models.TextField(blank=True, default="")
+    # as on QueryExecution: deleting a user must not touch evidence
+    caller_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    caller = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["query", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on {self.query_id}"

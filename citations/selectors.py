@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet
 from django.http import Http404
@@ -10,7 +12,9 @@ from rest_framework.exceptions import NotAuthenticated
 
 from citations.llm_apps import app_find, app_visible_to
 from citations.models import App, ClaimCitation, QueryExecution, QuotedSource
-from documents.models import Location, Organization
+from citations.payload import revision_label
+from citations.validation import validate_citations
+from documents.models import Chunk, Location, Organization
 
 
 def app_for_caller(*, app_id: str, organization: Organization | None) -> App:
@@ -78,4 +82,48 @@ def claims_of(*, execution: QueryExecution) -> QuerySet[ClaimCitation]:
         ClaimCitation.objects.filter(query=execution)
         .select_related("quoted_source", "quoted_source__file")
         .order_by("segment")
+    )
+
+
+def _chunks_of(*, organization: Organization | None, snippet_ids: list[str]) -> dict[str, Chunk]:
+    """The organization's chunks among ``snippet_ids`` (ids that are no UUID name none)."""
+    valid = []
+    for raw in snippet_ids:
+        try:
+            valid.append(uuid.UUID(raw))
+        except ValueError:
+            continue
+    rows = (
+        Chunk.objects.filter(organization=organization, pk__in=valid)
+        .select_related("file", "vector_database")
+        .defer("embedding", "chunk_text")
+    )
+    return {str(c.pk): c for c in rows}
+
+
+def _only(values: set[str]) -> str | None:
+    """The one value all agree on, else None (the validator then skips that check)."""
+    return values.pop() if len(values) == 1 else None
+
+
+def citations_validate(
+    *,
+    items: Sequence[Any],
+    allow_cross_section: bool,
+    organization: Organization | None,
+) -> str:
+    """The validator's verdict on citation payloads; snippets of ``organization`` are
+    also checked against its live index: hash, analyzer, embed model, revision and
+    span. A read: nothing is recorded."""
+    ids = [str(i.get("snippet_id")) for i in items if isinstance(i, dict)]
+    chunks = _chunks_of(organization=organization, snippet_ids=ids)
+    databases = {c.vector_database_id: c.vector_database for c in chunks.values()}
+    return validate_citations(
+        items,
+        allow_cross_section=allow_cross_section,
+        live_index_hash=_only({d.index_hash for d in databases.values()}),
+        read_analyzer=_only({d.analyzer for d in databases.values()}),
+        live_embed_model=_only({d.embed_model_id for d in databases.values()}),
+        revisions={k: revision_label(c.file.revision, c.file.sha256) for k, c in chunks.items()},
+        spans={k: (c.char_start, c.char_end) for k, c in chunks.items()},
     )

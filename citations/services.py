@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypedDict
+from uuid import UUID
 
 import numpy as np
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import models, transaction
 from django.utils import timezone
 
 from audit.ledger import ledger_append
 from citations.composition import Composition, compose
+from citations.confidence import Confidence, answer_confidence
 from citations.generators import Generation, ModelGenerator, Passage, generator_for
 from citations.markers import markers_match
 from citations.model_evidence import generation_compose, model_evidence_create
@@ -36,10 +41,12 @@ from citations.models import (
 from citations.payload import citation_payload, revision_label
 from citations.tracing import TraceSegment, trace_emit, trace_line
 from citations.validation import validate_citations
+from core.caller import caller_label
+from core.exceptions import DomainRejected
 from documents.fulltext import ANALYZER
 from documents.models import ApiKey, Chunk
 from documents.storable_text import unstorable_character
-from retrieval.embedders import default_embedder
+from retrieval.embedders import Embedder, default_embedder
 from retrieval.models import VectorDatabase
 from retrieval.search import HybridSearch, SearchHit
 
@@ -58,10 +65,10 @@ class SteppedEvidence(Protocol):
     ) -> list[models.Model]: ...
 
 
-class QueryRejected(Exception):
-    def __init__(self, message: str, *, code: str) -> None:
-        super().__init__(message)
-        self.message, self.code = message, code
+class QueryRejected(DomainRejected):
+    """A question refused before anything is recorded; it names the ``query`` field."""
+
+    default_param = "query"
 
 
 @dataclass(frozen=True)
@@ -104,19 +111,11 @@ def _index_identity(app: App) -> tuple[str, str, str]:
     return combined, model, first.analyzer if first else ANALYZER
 
 
-def _caller_label(user, api_key: ApiKey | None) -> str:  # noqa: ANN001
-    if api_key is not None:
-        return f"api-key:{api_key.prefix}"
-    if user is not None and user.is_authenticated:
-        return f"user:{user.get_username()}"
-    return "anonymous"
-
-
 def query_execute(
     *,
     app: App,
     question: object,
-    user=None,  # noqa: ANN001
+    user: AbstractBaseUser | AnonymousUser | None = None,
     api_key: ApiKey | None = None,
     origin: str = "api",
     retrieval_context: str = "",
@@ -130,17 +129,19 @@ def query_execute(
     """
     cleaned = question_clean(question)
     started = time.perf_counter()
+    # the user model is auth.User: anyone else (nobody, AnonymousUser) asks as nobody
+    caller = user if isinstance(user, User) else None
     execution = QueryExecution.objects.create(
         app=app,
         organization_id=app.organization_id,
         question=cleaned,
-        caller_user=user if user is not None and user.is_authenticated else None,
+        caller_user=caller,
         caller_api_key=api_key,
-        caller=_caller_label(user, api_key),
+        caller=caller_label(user=caller, api_key=api_key),
         origin=origin,
     )
     try:
-        _answer(execution, app, cleaned, retrieval_context, started, instructions)
+        _answer(execution, app, cleaned, retrieval_context, started, instructions=instructions)
     except Exception as exc:
         _fail(execution, exc)
         raise
@@ -161,7 +162,7 @@ class QueryAbandoned(Exception):
 
 @transaction.atomic
 def query_execution_fail(
-    *, execution_id: object, reason: str, created_before: datetime | None = None
+    *, execution_id: UUID, reason: str, created_before: datetime | None = None
 ) -> bool:
     """``running`` → ``failed`` with ``reason``, chained; False if it was no longer
     running (completed, or failed by someone else first). The conditional UPDATE is
@@ -205,7 +206,7 @@ class Searcher:
     so a stepped answer searches once per step exactly as a single answer does."""
 
     app: App
-    embedder: object
+    embedder: Embedder
     index_hash: str
     embed_model: str
     analyzer: str
@@ -245,16 +246,29 @@ def _searcher(app: App) -> Searcher:
     return Searcher(app, embedder, index_hash, embed_model, analyzer)
 
 
+class _IndexIdentity(TypedDict):
+    """What an answer records of the index it searched."""
+
+    index_hash: str
+    embed_model: str
+    analyzer: str
+
+
 def _answer(
     execution: QueryExecution,
     app: App,
     question: str,
     context: str,
     started: float,
+    *,
     instructions: str | None = None,
 ) -> None:
     searcher = _searcher(app)
-    identity = (searcher.index_hash, searcher.embed_model, searcher.analyzer)
+    identity: _IndexIdentity = {
+        "index_hash": searcher.index_hash,
+        "embed_model": searcher.embed_model,
+        "analyzer": searcher.analyzer,
+    }
     if app.reasoning == Reasoning.STEPS:
         from citations.reasoning.stepped import stepped_answer
 
@@ -262,7 +276,12 @@ def _answer(
             searcher=searcher, question=question, context=context, instructions=instructions
         )
         _record(
-            execution, stepped.retrieved, stepped.composition, *identity, started, stepped=stepped
+            execution,
+            stepped.retrieved,
+            stepped.composition,
+            **identity,
+            started=started,
+            stepped=stepped,
         )
         return
     search_text = f"{context}\n{question}".strip() if context else question
@@ -281,7 +300,7 @@ def _answer(
             question=question, question_vector=answer_vector, passages=passages
         )
         composition = compose(claims)
-    _record(execution, retrieved, composition, *identity, started, generation)
+    _record(execution, retrieved, composition, **identity, started=started, generation=generation)
 
 
 def _passage(
@@ -290,8 +309,12 @@ def _passage(
     """A hit as a generator sees it: its text, a title naming document and section, and
     the citation payload it is recorded with (what a model must cite)."""
     payload = _payload(r, index_hash, embed_model, analyzer)
-    title = f"{r.chunk.file.name} › {r.chunk.section}" if r.chunk.section else r.chunk.file.name
-    return Passage(index, r.chunk.chunk_text, r.hit.score_norm, title, payload)
+    return Passage(index, r.chunk.chunk_text, r.hit.score_norm, _title(r), payload, r.chunk.context)
+
+
+def _title(r: _Retrieved) -> str:
+    """A passage's title: its document, and its section when it has one."""
+    return f"{r.chunk.file.name} › {r.chunk.section}" if r.chunk.section else r.chunk.file.name
 
 
 def _payload(r: _Retrieved, index_hash: str, embed_model: str, analyzer: str) -> dict:
@@ -312,7 +335,7 @@ def _payload(r: _Retrieved, index_hash: str, embed_model: str, analyzer: str) ->
 CONTEXT_WEIGHT = 0.5
 
 
-def _answer_vector(embedder: object, question: str, conversation: list[float]) -> list[float]:
+def _answer_vector(embedder: Embedder, question: str, conversation: list[float]) -> list[float]:
     """What a follow-up's sentences are compared with: the latest question, steered by
     the conversation. Retrieval uses the whole conversation ("its retention period"
     needs it), but sentences compared with it alone answer the earlier question again
@@ -338,6 +361,7 @@ def _record(
     execution: QueryExecution,
     retrieved: list[_Retrieved],
     composition: Composition,
+    *,
     index_hash: str,
     embed_model: str,
     analyzer: str,
@@ -375,8 +399,16 @@ def _record(
     if not composition.claims:
         validator_status = "empty_citations"
     now = timezone.now()
+    confidence = _confidence(execution.question, retrieved, composition)
     traces = _traces(
-        execution, retrieved, segments, composition, index_hash, embed_model, analyzer, now
+        execution,
+        retrieved,
+        segments,
+        composition,
+        index_hash=index_hash,
+        embed_model=embed_model,
+        analyzer=analyzer,
+        now=now,
     )
     completed = QueryExecution.objects.filter(pk=execution.pk, status=QueryStatus.RUNNING).update(
         answer=composition.answer,
@@ -387,10 +419,13 @@ def _record(
         validator_status=validator_status,
         latency_ms=(time.perf_counter() - started) * 1000,
         completed_at=now,
+        confidence=confidence.level,
+        confidence_note=confidence.note,
     )
     if not completed:  # swept as stale meanwhile: this transaction's rows are rolled back
         raise QueryAbandoned(f"query execution {execution.pk} was failed while it was answered")
     quoted = sorted(sources.values(), key=lambda s: int(s.quoted_as))
+    model: Sequence[models.Model]
     if stepped is None:
         model = model_evidence_create(execution, generation, hits, composition, claims)
     else:  # the steps, what each cites, and the model calls that answered them
@@ -398,7 +433,22 @@ def _record(
     ledger_append([execution, *hits, *quoted, *claims, *traces, *model])
 
 
-def _quoted_sources(execution, retrieved, hits, composition) -> dict[int, QuotedSource]:  # noqa: ANN001
+def _confidence(question: str, retrieved: list[_Retrieved], composition: Composition) -> Confidence:
+    """The answer's plain-language confidence, read from its first quote in its chunk."""
+    passages = [
+        Passage(i, r.chunk.chunk_text, r.hit.score_norm, _title(r), None, r.chunk.context)
+        for i, r in enumerate(retrieved)
+    ]
+    claims = [composed.claim for composed in composition.claims]
+    return answer_confidence(question=question, claims=claims, passages=passages)
+
+
+def _quoted_sources(
+    execution: QueryExecution,
+    retrieved: list[_Retrieved],
+    hits: list[RetrievalHit],
+    composition: Composition,
+) -> dict[int, QuotedSource]:
     sources: dict[int, QuotedSource] = {}
     for passage, quoted_as in composition.quoted.items():
         chunk, hit = retrieved[passage].chunk, hits[passage]
@@ -429,9 +479,14 @@ def _quoted_sources(execution, retrieved, hits, composition) -> dict[int, Quoted
 
 
 def _claims(
-    execution, retrieved, hits, composition, sources
-) -> tuple[list[TraceSegment], list[ClaimCitation]]:  # noqa: ANN001
-    rows, segments = [], []
+    execution: QueryExecution,
+    retrieved: list[_Retrieved],
+    hits: list[RetrievalHit],
+    composition: Composition,
+    sources: dict[int, QuotedSource],
+) -> tuple[list[TraceSegment], list[ClaimCitation]]:
+    rows: list[ClaimCitation] = []
+    segments: list[TraceSegment] = []
     for seg, composed in enumerate(composition.claims, start=1):
         claim, chunk = composed.claim, retrieved[composed.claim.passage].chunk
         hit = hits[claim.passage]
@@ -472,15 +527,16 @@ def _claims(
 
 
 def _traces(
-    execution,
-    retrieved,
-    segments,
-    composition,
-    index_hash,
-    embed_model,
-    analyzer,  # noqa: ANN001
-    now,
-) -> list[RagTrace]:  # noqa: ANN001
+    execution: QueryExecution,
+    retrieved: list[_Retrieved],
+    segments: list[TraceSegment],
+    composition: Composition,
+    *,
+    index_hash: str,
+    embed_model: str,
+    analyzer: str,
+    now: datetime,
+) -> list[RagTrace]:
     top = retrieved[0] if retrieved else None
     question_segment = TraceSegment(
         seg=0,

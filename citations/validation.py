@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from numbers import Real
-from typing import Any
+from typing import Any, TypeGuard
 
 from citations.payload import REQUIRED_FIELDS
 
@@ -68,7 +68,7 @@ def later_meaning(result: str) -> str:
     return LATER_MEANINGS.get(result, "the recorded citation payload breaks a rule: see the code.")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -15,10 +15,10 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from audit.events import client_address, document_event_record
+from audit.events import document_event_record
+from core.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyInline
+from core.caller import client_address
 from documents import ingestion
-from documents.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyInline
-from documents.converters import KINDS, converter_for
 from documents.downloads import original_download
 from documents.models import (
     ApiKey,
@@ -31,9 +31,7 @@ from documents.models import (
     Organization,
     OrganizationMember,
 )
-from documents.selectors import converter_change, markdowns_outdated
-
-ReadOnlyAdmin = EvidenceAdmin  # kept for modules that import the old name
+from documents.reconversion import files_reconvert_outdated
 
 
 @admin.register(Organization)
@@ -172,16 +170,9 @@ class FileAdmin(EvidenceAdmin):
     def convert_again(self, request: HttpRequest, queryset: QuerySet[File]) -> None:
         """What ``manage.py reconvert`` does, for the selected files: only ready ones
         whose Markdown an older converter version produced."""
-        current = {kind: converter_for(kind) for kind in KINDS}
-        queued = 0
-        for markdown in markdowns_outdated(current=current, files=queryset):
-            change = converter_change(markdown=markdown, current=current[markdown.file.kind])
-            queued += ingestion.file_reconvert(
-                file=markdown.file,
-                reason=f"admin action: {change}",
-                user=request.user,
-                origin=client_address(request),
-            )
+        queued = files_reconvert_outdated(
+            files=queryset, why="admin action", user=request.user, origin=client_address(request)
+        )
         unchanged = queryset.count() - queued
         note = f"; {unchanged} left alone (already current, not ready, or superseded)"
         self.message_user(

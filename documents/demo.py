@@ -104,7 +104,7 @@ def _pdf(path: Path) -> None:
             page.insert_textbox(pymupdf.Rect(72, y, 520, y + 60), paragraph, fontsize=11)
             y += 50
     document.set_toc([[1, title, number] for number, (title, _) in enumerate(SECURITY_PAGES, 1)])
-    document.save(path)
+    document.save(str(path))
 
 
 def _docx(path: Path) -> None:
@@ -118,7 +118,7 @@ def _docx(path: Path) -> None:
         document.add_heading(title, level=1 if index == 0 else 2)
         for paragraph in paragraphs:
             document.add_paragraph(paragraph)
-    document.save(path)
+    document.save(str(path))
 
 
 def _pptx(path: Path) -> None:
@@ -134,7 +134,7 @@ def _pptx(path: Path) -> None:
             body.add_paragraph().text = bullet
         if notes:
             slide.notes_slide.notes_text_frame.text = notes
-    deck.save(path)
+    deck.save(str(path))
 
 
 def demo_documents_write(folder: Path) -> list[Path]:

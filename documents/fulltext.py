@@ -82,6 +82,30 @@ def spaced_scripts(text: Expression) -> Func:
     )
 
 
+# the labels of a chunk's context lines (documents/chunk_context.py) are no words of it
+CONTEXT_LABELS = "^(?:Document|Section|Page|Record|Columns): "
+
+
+def indexed_text(text: Expression, context: Expression) -> Func:
+    """What a chunk's ``search_vector`` is made of: its text, then its context (the
+    record it belongs to) without the lines' labels. An empty context adds no lexeme."""
+    bare_context = Func(
+        context,
+        Value(CONTEXT_LABELS),
+        Value(""),
+        Value("gn"),  # every line's label
+        function="regexp_replace",
+        output_field=TextField(),
+    )
+    return Func(
+        text,
+        bare_context,
+        template="(%(expressions)s)",
+        arg_joiner=" || ' ' || ",
+        output_field=TextField(),
+    )
+
+
 def words(text: str) -> list[str]:
     """``text``'s words, split where the database splits them for search."""
     runs = _LETTERS_AND_DIGITS.findall(text)

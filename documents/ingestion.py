@@ -27,6 +27,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from documents.chunk_context import ChunkContexts, embedding_text
 from documents.chunking import chunk_markdown
 from documents.converters import Conversion, ConversionError
 from documents.converters.base import ProgressReport, SourceSpan
@@ -179,7 +180,7 @@ def _convert_held(lease: Lease) -> bool:
     with original_open(record.storage_key) as handle:
         data = handle.read()
     # a PDF's page words are read in a second sandbox child on the other core while
-    # it converts, so the chunk stage does not wait for them (~0.9 s per 100 pages)
+    # it converts, so the chunk stage does not wait for them
     with ThreadPoolExecutor(max_workers=1) as reader:
         words = reader.submit(_page_words_read, data, file_id) if record.kind == "pdf" else None
         try:
@@ -353,6 +354,7 @@ def _chunk_rows(markdown: DocumentMarkdown) -> tuple[list[Chunk], list[Location]
     _limit_check(CHUNKS_LIMIT, len(chunk_spans))  # before the costly locating
     locator = Locator(structure, line_pages=markdown.line_pages, spans=spans, page_words=page_words)
     database_id = record.data_source.vector_database_id
+    contexts = ChunkContexts(structure, document=record.name, line_pages=markdown.line_pages)
     chunks, locations = [], []
     for position, span in enumerate(chunk_spans):
         text = markdown.markdown[span.char_start : span.char_end]
@@ -370,6 +372,7 @@ def _chunk_rows(markdown: DocumentMarkdown) -> tuple[list[Chunk], list[Location]
             content_hash=hashlib.sha256(text.encode()).hexdigest(),
             hierarchy=drafts[0].hierarchy,
             section=" > ".join(drafts[0].hierarchy),
+            context=contexts.context(span.char_start, span.char_end, hierarchy=drafts[0].hierarchy),
             char_start=span.char_start,
             char_end=span.char_end,
             line_number_start=drafts[0].line_number_start,
@@ -527,21 +530,26 @@ def _vectors_reuse(file_id: str, markdown: DocumentMarkdown) -> int:
             """
             UPDATE documents_chunk AS new SET embedding = source.embedding
             FROM (
-                -- one earlier chunk per text, picked by id (the vectors are not sorted)
-                SELECT DISTINCT ON (earlier.vector_database_id, earlier.content_hash)
-                    earlier.vector_database_id, earlier.content_hash, earlier.id
+                -- one earlier chunk per text and context (the vector was made of both),
+                -- picked by id (the vectors are not sorted)
+                SELECT DISTINCT ON (
+                    earlier.vector_database_id, earlier.content_hash, earlier.context
+                )
+                    earlier.vector_database_id, earlier.content_hash, earlier.context, earlier.id
                 FROM documents_chunk AS earlier
                 JOIN documents_file AS revision ON revision.id = earlier.file_id
                 WHERE revision.document_id = %(document)s
                     AND earlier.markdown_id <> %(markdown)s
                     AND earlier.embedding IS NOT NULL
-                ORDER BY earlier.vector_database_id, earlier.content_hash, earlier.id
+                ORDER BY
+                    earlier.vector_database_id, earlier.content_hash, earlier.context, earlier.id
             ) AS earliest
             JOIN documents_chunk AS source ON source.id = earliest.id
             WHERE new.markdown_id = %(markdown)s
                 AND new.embedding IS NULL
                 AND new.vector_database_id = earliest.vector_database_id
                 AND new.content_hash = earliest.content_hash
+                AND new.context = earliest.context
             """,
             {
                 "document": File.objects.values_list("document_id", flat=True).get(pk=file_id),
@@ -627,9 +635,9 @@ def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool, sharin
     The batch's rows stay locked while the model runs, so other processes skip
     them (``wait=False``) or wait for this one to finish (``wait=True``). Batches
     are taken shortest chunks first: the model's runs then hold texts of nearly one
-    length, so little of a run is padding (2-13 % fewer tokens through the model
-    than batches taken in reading order, where a section's short last chunk sits
-    beside full ones).
+    length, so little of a run is padding (fewer tokens through the model than
+    batches taken in reading order, where a section's short last chunk sits beside
+    full ones).
     """
     from retrieval.embedders import default_embedder
 
@@ -639,12 +647,13 @@ def _batch_embed(file_id: str, markdown: DocumentMarkdown, *, wait: bool, sharin
             Chunk.objects.select_for_update(skip_locked=not wait)
             .filter(markdown=markdown, embedding__isnull=True)
             .order_by("token_count", "position")
-            .only("id", "chunk_text")[:size]
+            .only("id", "chunk_text", "context")[:size]
         )
         if not batch:
             return False
         started = time.perf_counter()
-        vectors = default_embedder().embed_documents([c.chunk_text for c in batch])
+        texts = [embedding_text(c.chunk_text, c.context) for c in batch]
+        vectors = default_embedder().embed_documents(texts)
         embedded = time.perf_counter()
         for chunk, vector in zip(batch, vectors, strict=True):
             chunk.embedding = vector
@@ -677,7 +686,7 @@ def _batch_size(file_id: str, *, sharing: int) -> int:
 
     Processes sharing a file then finish within one forward pass of each other,
     instead of one waiting through the other's last full batch before the file
-    is published (up to a whole batch's time, ~0.5-1 s for 64 chunks). Only for
+    is published (up to a whole batch's time). Only for
     the local model: for an embeddings service a batch is a request.
     """
     from retrieval.embedders import MiniLmEmbedder, default_embedder

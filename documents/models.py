@@ -13,7 +13,7 @@ from django.db.models import F
 from django.db.models.functions import Cast
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
-from documents.fulltext import TEXT_SEARCH_CONFIG, spaced_scripts
+from documents.fulltext import TEXT_SEARCH_CONFIG, indexed_text, spaced_scripts
 
 EMBEDDING_DIMENSIONS = 384
 
@@ -265,10 +265,16 @@ class Chunk(models.Model):
     line_number_end = models.PositiveIntegerField()
     page_start = models.PositiveIntegerField(null=True, blank=True)
     page_end = models.PositiveIntegerField(null=True, blank=True)
+    # the record the chunk belongs to (documents/chunk_context.py): embedded and indexed
+    # with the text, never part of it; "" for chunks made before contexts existed
+    context = models.TextField(blank=True, default="")
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
     search_vector = models.GeneratedField(
         # Latin words written against Arabic, CJK, ... letters are words of their own
-        expression=SearchVector(spaced_scripts(F("chunk_text")), config=TEXT_SEARCH_CONFIG),
+        expression=SearchVector(
+            spaced_scripts(indexed_text(F("chunk_text"), F("context"))),
+            config=TEXT_SEARCH_CONFIG,
+        ),
         output_field=SearchVectorField(),
         db_persist=True,
     )
@@ -279,9 +285,9 @@ class Chunk(models.Model):
         ]
         indexes = [
             # ef_construction 128, not 64: a small tenant's chunks stay reachable in
-            # one shared graph (recall@10 at ef_search 200, 100k chunks: 0.957 -> 0.98).
-            # The graph holds the vectors cast to half precision: 112 MB instead of
-            # 195 MB at 100k chunks and ~18% faster, at the same recall@10 (0.989);
+            # one shared graph (64 left recall@10 below the 0.98 target).
+            # The graph holds the vectors cast to half precision: a smaller graph,
+            # searched faster, at the same recall@10;
             # search.py orders by this expression and reports full-precision distances.
             HnswIndex(
                 OpClass(

@@ -34,6 +34,11 @@ def markdown_active(*, file: File) -> DocumentMarkdown | None:
     return file.markdowns.filter(is_active=True).first()
 
 
+def chunk_ids_of(*, markdown: DocumentMarkdown) -> list[uuid.UUID]:
+    """The ids of the Markdown's chunks, in their order in it."""
+    return list(markdown.chunks.order_by("position").values_list("id", flat=True))
+
+
 def chunk_get(*, organization: Organization, database_id: str, chunk_id: str) -> Chunk:
     chunk = (
         Chunk.objects.select_related("file")

@@ -7,11 +7,11 @@ import uuid
 from typing import IO
 
 from django.core.files import File as DjangoFile
-from django.core.files.storage import storages
+from django.core.files.storage import Storage, storages
 from django.utils import timezone
 
 
-def _storage():  # noqa: ANN202
+def _storage() -> Storage:
     return storages["originals"]
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from celery import chain, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -24,7 +26,7 @@ _OPTIONS = {
 }
 
 
-def _run_stage(stage, file_id: str, **options: object) -> None:  # noqa: ANN001
+def _run_stage(stage: Callable[..., object], file_id: str, **options: Any) -> None:
     try:
         stage(file_id=file_id, **options)
     except TRANSIENT:

@@ -24,7 +24,7 @@ class TokenMap:
 
     def __init__(self, text: str) -> None:
         # Line by line: no token spans a newline (BERT splits on whitespace), and a
-        # batch of lines tokenizes ~2x faster than one 100k-token string.
+        # batch of lines tokenizes faster than one long string.
         lines = text.split("\n")
         self.starts: list[int] = []
         self.ends: list[int] = []

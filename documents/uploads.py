@@ -15,9 +15,12 @@ from pathlib import PurePath
 from typing import IO
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 
 from audit.events import document_event_record
+from core.exceptions import DomainRejected
 from documents import ingestion
 from documents.models import ApiKey, DataSource, File, Organization
 from documents.sniffing import UnsupportedFile, sniff
@@ -28,12 +31,11 @@ _CHUNK = 1024 * 1024
 _SNIFF_BYTES = 8192
 
 
-class UploadRejected(Exception):
-    """A client error: ``code`` is stable, ``message`` is for people."""
+class UploadRejected(DomainRejected):
+    """An upload refused before anything is written; it names the file unless it says
+    otherwise (``data_source``)."""
 
-    def __init__(self, message: str, *, code: str, status: int = 400, param: str = "file"):
-        super().__init__(message)
-        self.message, self.code, self.status, self.param = message, code, status, param
+    default_param = "file"
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def file_upload(
     data_source: DataSource,
     name: str,
     stream: IO[bytes],
-    uploaded_by=None,  # noqa: ANN001
+    uploaded_by: AbstractBaseUser | AnonymousUser | None = None,
     api_key: ApiKey | None = None,
     origin: str | None = None,
 ) -> UploadResult:
@@ -144,11 +146,11 @@ def file_upload(
             sniffed.kind,
             sniffed.content_type,
             size,
-            sha256,
-            key,
-            uploaded_by,
-            api_key,
-            origin,
+            sha256=sha256,
+            key=key,
+            user=uploaded_by,
+            api_key=api_key,
+            origin=origin,
         )
     except Exception:
         original_delete(key)
@@ -169,10 +171,22 @@ def _current_revision(data_source: DataSource, name: str) -> File | None:
 
 @transaction.atomic
 def _record(
-    data_source, name, kind, content_type, size, sha256, key, user, api_key, origin
-) -> File:  # noqa: ANN001, E501
+    data_source: DataSource,
+    name: str,
+    kind: str,
+    content_type: str,
+    size: int,
+    *,
+    sha256: str,
+    key: str,
+    user: AbstractBaseUser | AnonymousUser | None,
+    api_key: ApiKey | None,
+    origin: str | None,
+) -> File:
     DataSource.objects.select_for_update().get(pk=data_source.pk)  # serialises revision numbers
     latest = File.objects.filter(data_source=data_source, name=name).order_by("-revision").first()
+    # the user model is auth.User: anyone else (nobody, AnonymousUser) uploads as nobody
+    uploader = user if isinstance(user, User) else None
     record = File.objects.create(
         document_id=latest.document_id if latest else uuid.uuid4(),
         organization_id=data_source.organization_id,
@@ -184,13 +198,13 @@ def _record(
         sha256=sha256,
         storage_key=key,
         revision=latest.revision + 1 if latest else 1,
-        uploaded_by=user if user is not None and user.is_authenticated else None,
+        uploaded_by=uploader,
         uploaded_with_key=api_key,
     )
     document_event_record(
         kind="revision" if record.revision > 1 else "upload",
         file=record,
-        user=user,
+        user=uploader,
         api_key=api_key,
         origin=origin,
     )

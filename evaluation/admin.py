@@ -3,8 +3,11 @@ a run (the officers' one action: ``evaluation.start_evaluation``) and comparing 
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -13,7 +16,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from citations.models import App
-from documents.admin_scoping import EvidenceAdmin, organization_ids_of
+from core.admin_scoping import EvidenceAdmin
+from core.tenancy import organization_ids_of
 from evaluation.goldsets import MAX_GOLD_BYTES, GoldSetError, goldset_parse
 from evaluation.models import EvaluationRun, RunStatus
 from evaluation.plots import PLOT_NAMES, plot_png
@@ -31,12 +35,12 @@ class StartForm(forms.Form):
     seeds = forms.IntegerField(min_value=1, max_value=MAX_SEEDS, initial=1)
     limit = forms.IntegerField(min_value=1, required=False, help_text="the first N items only")
 
-    def __init__(self, *args: object, user, **kwargs: object) -> None:  # noqa: ANN001
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         apps = App.objects.select_related("organization").order_by("name")
         if not user.is_superuser:
             apps = apps.filter(organization_id__in=organization_ids_of(user))
-        self.fields["app"].queryset = apps
+        cast(forms.ModelChoiceField, self.fields["app"]).queryset = apps
 
     def clean_gold(self) -> object:
         upload = self.cleaned_data["gold"]
@@ -113,7 +117,9 @@ class EvaluationRunAdmin(EvidenceAdmin):
     def mrr(self, run: EvaluationRun) -> object:
         return self._figure(run, "mrr")
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> object:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         can_start = request.user.has_perm(START_PERMISSION)
         return super().changelist_view(request, {**(extra_context or {}), "can_start": can_start})
 
@@ -186,7 +192,8 @@ class EvaluationRunAdmin(EvidenceAdmin):
     def start_view(self, request: HttpRequest) -> HttpResponse:
         if not request.user.has_perm(START_PERMISSION):
             raise PermissionDenied
-        form = StartForm(request.POST or None, request.FILES or None, user=request.user)
+        user = cast(User, request.user)  # the admin site lets only signed-in staff in
+        form = StartForm(request.POST or None, request.FILES or None, user=user)
         if request.method == "POST" and form.is_valid():
             try:
                 run = evaluation_run_start(
@@ -194,7 +201,7 @@ class EvaluationRunAdmin(EvidenceAdmin):
                     gold=form.cleaned_data["gold"],
                     seeds=form.cleaned_data["seeds"],
                     limit=form.cleaned_data["limit"],
-                    user=request.user,
+                    user=user,
                     origin="admin",
                 )
             except EvaluationError as exc:

@@ -9,15 +9,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from matplotlib.figure import Figure  # noqa: E402 - after choosing the backend
+from matplotlib.axes import Axes  # after choosing the backend
+from matplotlib.figure import Figure
 
-from evaluation.models import EvaluationItem  # noqa: E402
-from evaluation.scoring import DELTA_S_LIMIT  # noqa: E402
+from evaluation.models import EvaluationItem
+from evaluation.scoring import DELTA_S_LIMIT
 
 PLOT_NAMES = ("delta_s", "latency", "first_correct_rank")
 
 
-def _png(draw: Callable[[object], None], title: str) -> bytes:
+def _png(draw: Callable[[Axes], None], title: str) -> bytes:
     # a Figure object, not pyplot: no global state shared between threads of a server
     figure = Figure(figsize=(6, 3.4), dpi=100)
     axes = figure.add_subplot()
@@ -32,7 +33,7 @@ def _png(draw: Callable[[object], None], title: str) -> bytes:
 def delta_s_histogram(items: Sequence[EvaluationItem]) -> bytes:
     values = [i.delta_s for i in items if i.answerable and i.delta_s is not None]
 
-    def draw(axes) -> None:  # noqa: ANN001
+    def draw(axes: Axes) -> None:
         axes.hist(values, bins=20, range=(0, 1), color="#4a6fa5", edgecolor="white")
         axes.axvline(DELTA_S_LIMIT, color="#c0392b", linestyle="--", label="target ≤ 0.45")
         axes.set_xlabel("ΔS(question, retrieved)")
@@ -45,7 +46,7 @@ def delta_s_histogram(items: Sequence[EvaluationItem]) -> bytes:
 def latency_histogram(items: Sequence[EvaluationItem]) -> bytes:
     values = [i.latency_ms for i in items if i.latency_ms is not None]
 
-    def draw(axes) -> None:  # noqa: ANN001
+    def draw(axes: Axes) -> None:
         axes.hist(values, bins=20, color="#5b8c5a", edgecolor="white")
         axes.set_xlabel("latency (ms)")
         axes.set_ylabel("questions")
@@ -58,7 +59,7 @@ def rank_chart(items: Sequence[EvaluationItem], top_k: int = 10) -> bytes:
     counts = [sum(i.first_correct_rank == k for i in ranked) for k in range(1, top_k + 1)]
     missing = sum(i.first_correct_rank is None for i in ranked)
 
-    def draw(axes) -> None:  # noqa: ANN001
+    def draw(axes: Axes) -> None:
         labels = [str(k) for k in range(1, top_k + 1)] + ["none"]
         axes.bar(labels, [*counts, missing], color="#8e6c8a")
         axes.set_xlabel("rank of the first correct source among the hits")

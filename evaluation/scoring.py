@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from uuid import UUID
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def correct(expected: dict, snippet: Snippet) -> bool:
     return "answer" in expected and text_holds(snippet.text, expected["answer"])
 
 
-def chunk_sections(chunk_ids: Sequence[object]) -> dict[str, set[str]]:
+def chunk_sections(chunk_ids: Sequence[UUID | str]) -> dict[str, set[str]]:
     """Every heading path each chunk touches (one location per section it spans)."""
     sections: dict[str, set[str]] = {}
     for chunk_id, hierarchy in Location.objects.filter(chunk_id__in=chunk_ids).values_list(

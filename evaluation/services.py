@@ -14,12 +14,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from uuid import UUID
 
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, transaction
 
 from audit.ledger import ledger_append
 from citations.models import App, QueryExecution, QuotedSource, RagTrace, RetrievalHit
 from citations.services import query_execute, query_validate
+from core.caller import caller_label
 from evaluation.goldsets import GoldItem, GoldSet, goldset_unknown_documents
 from evaluation.models import (
     EvaluationItem,
@@ -78,8 +82,9 @@ def app_settings_snapshot(app: App) -> dict:
     }
 
 
-def user_label(user) -> str:  # noqa: ANN001
-    return f"user:{user.get_username()}" if user is not None else "command line"
+def user_label(user: AbstractBaseUser | None) -> str:
+    """Who started a run: the caller's label, "command line" when nobody signed in did."""
+    return caller_label(user=user, api_key=None, nobody="command line")
 
 
 @transaction.atomic
@@ -89,7 +94,7 @@ def evaluation_run_create(
     gold: GoldSet,
     seeds: int = 1,
     limit: int | None = None,
-    user=None,  # noqa: ANN001
+    user: User | None = None,
     origin: str = "command",
 ) -> EvaluationRun:
     """Record (and chain) the run before any question is asked."""
@@ -117,12 +122,22 @@ def evaluation_run_create(
     return run
 
 
-def evaluation_run_start(**kwargs: object) -> EvaluationRun:
+def evaluation_run_start(
+    *,
+    app: App,
+    gold: GoldSet,
+    seeds: int = 1,
+    limit: int | None = None,
+    user: User | None = None,
+    origin: str = "command",
+) -> EvaluationRun:
     """Record the run and queue it on the worker once the record is committed."""
     from evaluation.tasks import evaluation_run_advance_task
 
     with transaction.atomic():
-        run = evaluation_run_create(**kwargs)
+        run = evaluation_run_create(
+            app=app, gold=gold, seeds=seeds, limit=limit, user=user, origin=origin
+        )
         run_id = str(run.pk)
         transaction.on_commit(lambda: evaluation_run_advance_task.delay(run_id))
     return run
@@ -131,7 +146,7 @@ def evaluation_run_start(**kwargs: object) -> EvaluationRun:
 def run_plan(run: EvaluationRun) -> list[Planned]:
     """Every question of the run in order: seed by seed, item by item, question first."""
     items = [GoldItem.from_json(data) for data in run.gold_items]
-    planned = []
+    planned: list[Planned] = []
     for seed in range(1, run.seeds + 1):
         for item in items:
             for variant in range(len(item.variants)):
@@ -147,7 +162,7 @@ def run_status(run: EvaluationRun) -> str:
 
 
 @contextmanager
-def _run_claimed(run_id: object) -> Iterator[bool]:
+def _run_claimed(run_id: UUID | str) -> Iterator[bool]:
     """A session advisory lock on the run: held while this process asks its questions,
     released when it stops (or its connection dies with it)."""
     with connection.cursor() as cursor:
@@ -167,7 +182,7 @@ def _run_claimed(run_id: object) -> Iterator[bool]:
 
 def evaluation_run_advance(
     *,
-    run_id: object,
+    run_id: UUID | str,
     seconds: float | None = SLICE_SECONDS,
     on_item: Callable[[EvaluationItem, int], None] | None = None,
 ) -> Advance:
@@ -230,7 +245,7 @@ def _ask(run: EvaluationRun, planned: Planned, unmatched: bool) -> EvaluationIte
     return _item_append(run, planned, fields)
 
 
-def _starter(run: EvaluationRun):  # noqa: ANN202
+def _starter(run: EvaluationRun) -> User | None:
     """The user who started the run (recorded as the caller of its answers), if any."""
     from django.contrib.auth import get_user_model
 

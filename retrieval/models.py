@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db import models
 
@@ -44,7 +45,7 @@ class VectorDatabase(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.embed_model})"
 
-    def save(self, *args: object, **kwargs: object) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         """A new index starts with the hash of no chunks. A full save of a copy read
         earlier (the admin's change form) leaves the digest and the hash alone: only
         ``retrieval.services`` writes them, naming them, under the row's lock, and

@@ -1,25 +1,24 @@
 """The query path's encoder: the same model, exported once to ONNX, run by a graph runtime.
 
 A question is one short text, so its embedding time is per-call overhead and
-small matrix products, where torch eager spent ~10-14 ms on 2 slow cores and
-ONNX Runtime (fp32, one thread) ~6 ms for a short question (an Intel host of
-2026-11-22): the difference between meeting the 15 ms budget of a retrieval
-call and missing it. In bf16, batches of documents run through the same
-export on OpenVINO too (``document_encoder``): faster than torch's bf16.
+small matrix products, where a graph runtime (even fp32, one thread) needs a
+fraction of torch eager's time: the difference between meeting the 15 ms budget
+of a retrieval call (``bench/retrieval_latency.py``'s target) and missing it. In
+bf16, batches of documents run through the same export on OpenVINO too
+(``document_encoder``): faster than torch's bf16.
 
 The question runs in the documents' precision:
 
 - **fp32** (documents in fp32): ONNX Runtime. The vector equals torch's fp32 one
   (cosine 1.0 to 7 digits).
 - **bf16** (documents in bf16, on a CPU with native bf16): OpenVINO's CPU plugin
-  runs the same graph with bf16 matrix products, about twice as fast as ONNX
-  Runtime's fp32 at every question length (avx512_bf16 without AMX: 64 tokens
-  5.2 against 10.3 ms, 200 tokens 16 against 30 ms, two threads). ONNX Runtime
+  runs the same graph with bf16 matrix products, faster than ONNX Runtime's
+  fp32 at every question length. ONNX Runtime
   has no bf16 kernels on x86. The vectors are as close to fp32 as the bf16
   document vectors are, and ``bench/embed_speed.py`` holds both to the same
   top-10 gate. When OpenVINO cannot load or run the graph, ONNX Runtime fp32
   serves. OpenVINO prepares each input length once per process: the first
-  question of a new length costs ~3 ms more (mean over 5-120 tokens).
+  question of a new length costs a little more.
 
 The ONNX file is exported from the installed model on first use into
 ``PROVENANCE_MODEL_CACHE`` (default ``var/models``), named after the model
@@ -205,6 +204,7 @@ class QueryEncoder(ABC):
             if out is None:
                 out = np.empty((len(ids), vectors.shape[1]), dtype=np.float32)
             out[run] = vectors
+        assert out is not None  # texts is not empty: the loop ran
         return out
 
     @abstractmethod
@@ -228,7 +228,7 @@ class OnnxQueryEncoder(QueryEncoder):
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         # No busy-waiting between runs: spinning threads would hold both cores of
         # a 2-core host while Postgres runs the question's full-text and HNSW
-        # statements (retrieval call p95 ~1.5-2 ms lower in bench/retrieval_latency.py).
+        # statements (a lower retrieval call p95 in bench/retrieval_latency.py).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(
             str(onnx_file), options, providers=["CPUExecutionProvider"]
@@ -285,10 +285,8 @@ class OpenVinoQueryEncoder(QueryEncoder):
 def threads_from_env() -> int:
     """``PROVENANCE_QUERY_THREADS`` (default 2): the query encoder's threads for one question.
 
-    On an idle 2-core AMD EPYC host (avx512_bf16, no AMX) two threads embed a
-    64-token question in 5.2 ms against 9.1 with one (bf16, OpenVINO) and in
-    10.3 against 17.5 ms (fp32, ONNX Runtime), and were no slower with both
-    cores busy.
+    Two threads embed a question faster than one in either runtime (bf16 on
+    OpenVINO, fp32 on ONNX Runtime), and were no slower with both cores busy.
     """
     from provenance_site.env import env_int
 

@@ -10,7 +10,8 @@ fuses, so the slower side, not the sum, is on the critical path. A caller
 inside a transaction runs everything on its own connection: another connection
 could not see the rows that transaction wrote. Statements
 are prepared on each connection (server-side binding): parsing and planning the
-fused statement with its 3.5 KB vector literal cost ~3 ms per question.
+fused statement with its vector literal of several KB would otherwise be paid on
+every question, a cost of the order of the search itself.
 
 Ranks are SQL ``rank()``: equal distances share a rank, so equal documents get
 equal fused scores and the documented tiebreak (score_norm desc, section asc,
@@ -62,7 +63,7 @@ COUNT_CAP = 200
 MAX_QUERY_WORDS = 64  # the first ones of the question
 RESCORED_CANDIDATES = 60
 STATISTICS_TTL_SECONDS = 300.0
-CACHED_SIZE_MINIMUM = 10_000  # fewer chunks are counted per question (< 1 ms)
+CACHED_SIZE_MINIMUM = 10_000  # fewer chunks are counted per question (cheap at that size)
 
 # one round trip; index scans only
 _SETTINGS = """
@@ -236,8 +237,8 @@ def common_lexemes() -> dict[str, float]:
 
     Postgres samples each tsvector column's most common lexemes and their
     frequencies over the whole table; the share is applied to the app's own N.
-    A question sends only its own words' shares (all of them cost ~2 ms per
-    statement).
+    A question sends only its own words' shares (sending all of them would slow
+    every statement).
     """
     return _remembered("common lexemes", _common_lexemes_read)
 

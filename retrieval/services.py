@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from uuid import UUID
 
 from django.db import transaction
 from django.db.models import QuerySet
 
 from documents.fulltext import ANALYZER
-from documents.models import Chunk
+from documents.models import Chunk, Organization
 from retrieval.content_digest import digest_minus, digest_of, digest_plus
 from retrieval.embedders import EMBED_DIMENSIONS, configured_model_id
 from retrieval.models import VectorDatabase
@@ -16,7 +17,7 @@ from retrieval.models import VectorDatabase
 _UPDATE_BATCH = 5000
 
 
-def vector_database_default(*, organization) -> VectorDatabase:  # noqa: ANN001
+def vector_database_default(*, organization: Organization) -> VectorDatabase:
     """The organization's default index, created on first use."""
     database, _ = VectorDatabase.objects.get_or_create(
         organization=organization,
@@ -47,7 +48,7 @@ def chunks_retrievable_set(chunks: QuerySet[Chunk], *, retrievable: bool) -> int
     for start in range(0, len(changed), _UPDATE_BATCH):
         ids = [row[0] for row in changed[start : start + _UPDATE_BATCH]]
         Chunk.objects.filter(pk__in=ids).update(is_retrievable=retrievable)
-    by_database: dict[object, list[tuple[object, str]]] = defaultdict(list)
+    by_database: dict[UUID, list[tuple[UUID, str]]] = defaultdict(list)
     for chunk_id, database_id, content_hash in changed:
         by_database[database_id].append((chunk_id, content_hash))
     # hashed before the index's row is locked; indexes locked in one order
@@ -60,7 +61,7 @@ def chunks_retrievable_set(chunks: QuerySet[Chunk], *, retrievable: bool) -> int
 
 
 @transaction.atomic
-def index_hash_rebuild(*, database_id: object) -> str:
+def index_hash_rebuild(*, database_id: UUID) -> str:
     """The digest recomputed from every retrievable chunk (O(chunks)): for what
     bypassed :func:`chunks_retrievable_set` (a bulk load, a data-only restore)."""
     database = VectorDatabase.objects.select_for_update().get(pk=database_id)
@@ -68,7 +69,7 @@ def index_hash_rebuild(*, database_id: object) -> str:
     return database.index_hash
 
 
-def index_digest_recomputed(*, database_id: object) -> bytes:
+def index_digest_recomputed(*, database_id: UUID) -> bytes:
     """The digest of the index's retrievable chunks as they are now."""
     rows = (
         Chunk.objects.filter(vector_database_id=database_id, is_retrievable=True)

@@ -1,8 +1,8 @@
 """Getting a web process ready for its first question before anyone asks it.
 
-Left to the first request, a fresh process loads the model (~4 s), exports or
-compiles the question encoder (~1-2 s) and reads the search statistics: the
-first question on a 2-core host took ~7 s against ~0.13 s for the next ones.
+Left to the first request, a fresh process loads the model, exports or compiles
+the question encoder and reads the search statistics: the first question would
+take many times as long as the next ones.
 The WSGI and ASGI entry points start :func:`query_path_warm_in_background`
 when the process starts; a request that arrives meanwhile waits for the same
 loading (the loaders hold locks) instead of loading a second copy. A server

@@ -18,6 +18,7 @@ import json
 import statistics
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def complexity_of(node: ast.AST) -> int:
     return score
 
 
-def _walk_own(node: ast.AST):  # noqa: ANN202 - a generator of nodes
+def _walk_own(node: ast.AST) -> Iterator[ast.AST]:
     """Every node below ``node`` except the bodies of functions nested in it."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.corpus import CORPUS
 from tests.support.worker import WorkerProcess, reset_broker_folder
-
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +20,7 @@ def corpus() -> Path:
 
 
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker) -> Iterator[WorkerProcess]:  # noqa: ANN001
+def celery_worker(django_db_setup, django_db_blocker) -> Iterator[WorkerProcess]:
     """One worker for the session; tests using it need ``transaction=True``."""
     reset_broker_folder()
     worker = WorkerProcess("session")
@@ -30,7 +29,7 @@ def celery_worker(django_db_setup, django_db_blocker) -> Iterator[WorkerProcess]
     worker.stop()
 
 
-def wait_for_status(file_id, statuses=("ready", "failed"), timeout: float = 120):  # noqa: ANN001, ANN201
+def wait_for_status(file_id, statuses=("ready", "failed"), timeout: float = 120):
     """Poll a file until its status is one of ``statuses``; returns the row."""
     from documents.models import File
 
@@ -44,7 +43,7 @@ def wait_for_status(file_id, statuses=("ready", "failed"), timeout: float = 120)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _search_threads_closed(django_db_setup) -> Iterator[None]:  # noqa: ANN001
+def _search_threads_closed(django_db_setup) -> Iterator[None]:
     """Search threads keep their connections; close them before the test database goes."""
     yield
     from retrieval.search import search_threads_close
@@ -57,7 +56,7 @@ _BEAT_TASKS = ("resume_stalled_ingestions", "resume_stalled_runs")  # every 2 s:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):  # noqa: ANN001, ANN201
+def pytest_runtest_makereport(item, call):
     """A failed test that used the session worker shows the end of its log (beat's
     sweeps left out): when a file never got ready, what the worker was doing is the
     first thing to read, and CI keeps no artifacts."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import uuid
 
-from documents.api_keys import api_key_create
+from core.api_keys import api_key_create
 from documents.models import Chunk, DataSource, Organization
 from documents.uploads import UploadResult, file_upload
 from retrieval.services import vector_database_default
@@ -33,11 +33,12 @@ def upload(source: DataSource, name: str, data: bytes) -> UploadResult:
 
 
 def chunk_like(template: Chunk, text: str, position: int, **fields: object) -> Chunk:
-    """A chunk of ``template``'s file and source holding ``text`` (``fields`` override)."""
+    """A chunk of ``template``'s file and source holding ``text`` (``fields`` override);
+    without the template's context, which describes the template's text."""
     copied = {
         field.attname: getattr(template, field.attname)
         for field in Chunk._meta.concrete_fields
-        if field.attname not in {"id", "position", "chunk_text", "search_vector"}
+        if field.attname not in {"id", "position", "chunk_text", "search_vector", "context"}
         and not field.generated
     }
     return Chunk.objects.create(

@@ -8,8 +8,9 @@ from django.urls import reverse
 from rest_framework import serializers
 from rest_framework.request import Request
 
+from citations.api import model_output
 from citations.api.model_output import AuditableOutput, ClaimCheckOutput, ModelCallOutput
-from citations.models import ClaimCitation, QueryExecution, QuotedSource
+from citations.models import ClaimCitation, QueryExecution, QuotedSource, RetrievalHit
 from citations.places import quoted_places
 
 _MEMBERS_ONLY = (
@@ -24,6 +25,14 @@ class QueryInput(serializers.Serializer):
 
 # The declared shapes below document the builders' dicts in the OpenAPI schema;
 # tests/citations/test_openapi.py checks real responses against them, so they cannot drift.
+
+
+class ConfidenceOutput(serializers.Serializer):
+    level = serializers.CharField(
+        allow_blank=True,
+        help_text='"high", "medium" or "low"; empty for answers given before it was recorded',
+    )
+    note = serializers.CharField(allow_blank=True, help_text="the level explained in a sentence")
 
 
 class QueryExecutionOutput(serializers.Serializer):
@@ -41,6 +50,7 @@ class QueryExecutionOutput(serializers.Serializer):
     analyzer = serializers.CharField()
     validator_status = serializers.CharField()
     quoted_sources_url = serializers.URLField()
+    confidence = ConfidenceOutput(help_text="how far the answer can be trusted, in plain words")
 
 
 class CitationPayloadOutput(serializers.Serializer):
@@ -99,7 +109,8 @@ class QuotedDocumentOutput(serializers.Serializer):
 
 class QuotedChunkOutput(serializers.Serializer):
     id = serializers.UUIDField()
-    data = serializers.CharField()
+    # the metaclass moves declared fields off the class: Serializer.data stays a property
+    data = serializers.CharField()  # type: ignore[assignment]
     document_id = serializers.UUIDField()
     data_source_id = serializers.UUIDField()
     llm_app_id = serializers.UUIDField()
@@ -227,6 +238,30 @@ def query_execution_output(execution: QueryExecution, request: Request) -> dict[
         "quoted_sources_url": request.build_absolute_uri(
             f"/semantics/apps/{app_id}/query-execution-sources/{execution.pk}/get-quoted-sources"
         ),
+        "confidence": {"level": execution.confidence, "note": execution.confidence_note},
+    }
+
+
+def _hit_output(hit: RetrievalHit) -> dict[str, Any]:
+    return {
+        "k_pos": hit.k_pos,
+        "k_final": hit.k_final,
+        "retriever_type": hit.retriever_type,
+        "score_raw": hit.score_raw,
+        "score_norm": hit.score_norm,
+        "rerank_score": hit.rerank_score,
+        "citation": hit.payload,
+    }
+
+
+def query_execution_detail_output(execution: QueryExecution, request: Request) -> dict[str, Any]:
+    """A recorded answer with every retrieval hit and what the model did (if one wrote it)."""
+    return query_execution_output(execution, request) | {
+        "hits": [_hit_output(hit) for hit in execution.hits.order_by("k_pos")],
+        "written_by": model_output.written_by(execution),
+        "auditable": model_output.auditable_block(execution),
+        "model_calls": model_output.model_calls_output(execution),
+        "claim_checks": model_output.claim_checks_output(execution),
     }
 
 

@@ -13,7 +13,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from citations import records, selectors
-from citations.api import model_output
 from citations.api.reasoning_output import (
     ReasoningOutput,
     include_excerpts_param,
@@ -29,17 +28,16 @@ from citations.api.serializers import (
     QuotedSourceOutput,
     SentenceCitationOutput,
     claim_output,
+    query_execution_detail_output,
     query_execution_output,
     quoted_source_output,
 )
 from citations.generators import ModelError
-from citations.models import QueryExecution
-from citations.payload import revision_label
-from citations.services import QueryAbandoned, QueryRejected, query_execute, query_validate
-from citations.validation import validate_citations
-from documents.api.errors import ApiError, error_responses
-from documents.models import ApiKey, Chunk
-from documents.tenancy import organization_of
+from citations.models import App, QueryExecution
+from citations.services import QueryAbandoned, query_execute, query_validate
+from core.caller import Caller
+from core.errors import ApiError, error_responses
+from core.tenancy import organization_of
 
 
 class _AppView(APIView):
@@ -47,7 +45,7 @@ class _AppView(APIView):
 
     permission_classes = [AllowAny]
 
-    def app(self, request: Request, llm_app_id: str):  # noqa: ANN201
+    def app(self, request: Request, llm_app_id: str) -> App:
         return selectors.app_for_caller(app_id=llm_app_id, organization=organization_of(request))
 
     def execution(self, request: Request, llm_app_id: str, query_id: str) -> QueryExecution:
@@ -70,7 +68,8 @@ class QueryExecutionsView(_AppView):
         responses={201: QueryExecutionOutput, **error_responses(400, 404, 415)},
     )
     def post(self, request: Request, llm_app_id: str) -> Response:
-        app = self.app(request, llm_app_id)
+        caller = Caller.from_request(request)
+        app = selectors.app_for_caller(app_id=llm_app_id, organization=caller.organization)
         if not isinstance(request.data, dict) or "query" not in request.data:
             raise ApiError(
                 "the body must be a JSON object with a 'query' string",
@@ -79,13 +78,8 @@ class QueryExecutionsView(_AppView):
             )
         try:
             execution = query_execute(
-                app=app,
-                question=request.data["query"],
-                user=request.user,
-                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+                app=app, question=request.data["query"], user=caller.user, api_key=caller.api_key
             )
-        except QueryRejected as exc:
-            raise ApiError(exc.message, code=exc.code, param="query") from exc
         except ModelError as exc:  # the failed query execution is recorded with the reason
             raise ApiError(exc.message, code=exc.code, status_code=exc.status) from exc
         except QueryAbandoned as exc:  # the sweeper failed it meanwhile: recorded, ask again
@@ -103,24 +97,7 @@ class QueryExecutionDetailView(_AppView):
     @extend_schema(responses={200: QueryExecutionDetailOutput, **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = self.execution(request, llm_app_id, query_id)
-        body = query_execution_output(execution, request)
-        body["hits"] = [
-            {
-                "k_pos": h.k_pos,
-                "k_final": h.k_final,
-                "retriever_type": h.retriever_type,
-                "score_raw": h.score_raw,
-                "score_norm": h.score_norm,
-                "rerank_score": h.rerank_score,
-                "citation": h.payload,
-            }
-            for h in execution.hits.order_by("k_pos")
-        ]
-        body["written_by"] = model_output.written_by(execution)
-        body["auditable"] = model_output.auditable_block(execution)
-        body["model_calls"] = model_output.model_calls_output(execution)
-        body["claim_checks"] = model_output.claim_checks_output(execution)
-        return Response(body)
+        return Response(query_execution_detail_output(execution, request))
 
 
 class CitationsMarkdownView(_AppView):
@@ -222,39 +199,7 @@ class CitationValidateView(APIView):
                 code="invalid_allow_cross_section",
                 param="allow_cross_section",
             )
-        ids = [str(i.get("snippet_id")) for i in items if isinstance(i, dict)]
-        chunks = _chunks_of(organization_of(request), ids)
-        databases = {c.vector_database_id: c.vector_database for c in chunks.values()}
-        live_hashes = {d.index_hash for d in databases.values()}
-        analyzers = {d.analyzer for d in databases.values()}
-        models = {d.embed_model_id for d in databases.values()}
-
-        result = validate_citations(
-            items,
-            allow_cross_section=allow_cross,
-            live_index_hash=live_hashes.pop() if len(live_hashes) == 1 else None,
-            read_analyzer=analyzers.pop() if len(analyzers) == 1 else None,
-            live_embed_model=models.pop() if len(models) == 1 else None,
-            revisions={
-                k: revision_label(c.file.revision, c.file.sha256) for k, c in chunks.items()
-            },
-            spans={k: (c.char_start, c.char_end) for k, c in chunks.items()},
+        result = selectors.citations_validate(
+            items=items, allow_cross_section=allow_cross, organization=organization_of(request)
         )
         return Response({"result": result})
-
-
-def _chunks_of(organization, ids: list[str]) -> dict[str, Chunk]:  # noqa: ANN001
-    import uuid
-
-    valid = []
-    for raw in ids:
-        try:
-            valid.append(uuid.UUID(raw))
-        except ValueError:
-            continue
-    rows = (
-        Chunk.objects.filter(organization=organization, pk__in=valid)
-        .select_related("file", "vector_database")
-        .defer("embedding", "chunk_text")
-    )
-    return {str(c.pk): c for c in rows}

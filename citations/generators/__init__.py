@@ -22,13 +22,15 @@ if TYPE_CHECKING:
 class Passage:
     """A retrieved chunk as the generator sees it (``index`` = its place in the hit list);
     ``title`` names its document and section, ``payload`` is the citation payload issued
-    for it (what a model must cite)."""
+    for it (what a model must cite); ``context`` is its chunk's stored context, the
+    record it belongs to (``documents.chunk_context``)."""
 
     index: int
     text: str
     score_norm: float
     title: str = ""
     payload: Mapping[str, Any] | None = None
+    context: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,13 @@ class ClaimCheck:
     @property
     def supported(self) -> bool:
         return self.reason == SUPPORTED
+
+    def located(self) -> tuple[int, int, int]:
+        """A supported check's passage, source start and end (a check is supported only
+        once its quote was found in its passage)."""
+        passage, start, end = self.passage, self.source_start, self.source_end
+        assert passage is not None and start is not None and end is not None, self.reason
+        return passage, start, end
 
 
 SUPPORTED = "supported"

@@ -119,6 +119,7 @@ def citation_check(
         return ClaimCheck(**base, snippet_id=f"document {index}", reason="unknown_snippet")
     passage = passages[index]
     base.update(passage=index, snippet_id=str((passage.payload or {}).get("snippet_id", "")))
+    assert passage.payload is not None  # a model's passages carry their citation payload
     code = issued_code(passage.payload)
     if code != "ok":
         return ClaimCheck(**base, reason=code)

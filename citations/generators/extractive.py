@@ -5,6 +5,15 @@ Candidate sentences are pre-ranked by word overlap with the question and by
 their chunk's retrieval score, the best few are embedded (as the question is,
 through the embedder's question encoder, batched), and those closest to the
 question (above a relevance floor) form the answer.
+
+A form's row or a table's row is one fact of a record (the form on its page, the
+table it sits in): a sentence is read with its record's identifying values, its
+table's header and its document and section (``documents.chunk_context``), so
+"the grand total of the Batmobile estimate" is answered by the "GRAND TOTAL" row
+of the page whose form names the Batmobile. A sentence that shares with the
+question only the record's name ("Model | Batmobile") is no answer when another
+holds the field asked for, and an answer about a named record quotes only that
+record.
 """
 
 from __future__ import annotations
@@ -17,6 +26,15 @@ import numpy as np
 import regex
 
 from citations.generators import Claim, Passage
+from documents.chunk_context import (
+    RecordAnchor,
+    TableSpan,
+    cells,
+    context_parse,
+    label_value,
+    record_anchors,
+    tables_of,
+)
 from documents.fulltext import words
 from documents.markdown_structure import MarkdownStructure
 from retrieval.embedders import default_embedder
@@ -106,6 +124,11 @@ _KEY_VALUE = re.compile(r"\s*(?:[-*+]\s+)?\*\*[^*\n]+\*\*:\s+\S")
 CANDIDATES_TO_EMBED = 20
 # a further sentence must be nearly as relevant as the best one, or it is noise
 RELATIVE_FLOOR = 0.65
+# a short form (a table row, a form's pair, a "key: value" line) shares a word easily:
+# it is quoted only if it, its record, its table's header, its document and section
+# hold at least this share of the question's words ("Home office | 30" holds one of
+# "office dress code")
+MIN_FORM_COVERAGE = 0.5
 # relevance = cosine(question, sentence) + these shares of word overlap and chunk score
 LEXICAL_WEIGHT = 0.6
 PRIOR_WEIGHT = 0.05
@@ -120,6 +143,82 @@ class _Sentence:
     overlap: float
     prior: float
     floor: float  # the similarity to the question it needs to be quoted
+    record: tuple[str, ...] = ()  # the identifying values of the record it sits in
+    names: frozenset[str] = frozenset()  # the question's words that name that record
+    asks: bool = True  # it is not a sentence that only names its record
+    holds_field: bool = True  # it holds a question word that does not name its record
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How one sentence relates to the question, its record taken into account."""
+
+    overlap: float  # share of the question's words it, its record or its place holds
+    record: tuple[str, ...]
+    names: frozenset[str]
+    asks: bool
+    holds_field: bool
+    field_share: float  # share of the question's words but the record's name it holds
+
+
+class _Layout:
+    """The records and table headers of one passage: each sentence belongs to the
+    last form before it in the passage, else to the record of the chunk's context;
+    a row of a headed table has that header's words (its field names)."""
+
+    def __init__(self, passage: Passage) -> None:
+        self.text = passage.text
+        self.context = context_parse(passage.context)
+        self.tables: list[TableSpan] = tables_of(self.text) if "|" in self.text else []
+        self.anchors: list[RecordAnchor] = record_anchors(self.text, self.tables)
+        self.place = (
+            _words(passage.title) | _words(self.context.document) | _words(self.context.section)
+        )
+
+    def record(self, start: int) -> tuple[str, ...]:
+        before = [a for a in self.anchors if a.char_start <= start]
+        return before[-1].values if before else self.context.record
+
+    def header(self, start: int, line: str) -> str:
+        for table in self.tables:
+            if table.char_start <= start < table.char_end:
+                below = start >= table.char_start + len(table.header)
+                return table.header if below and not table.is_form else ""
+        return self.context.columns if _is_table_row(line) else ""
+
+    def line(self, start: int) -> str:
+        line_start = self.text.rfind("\n", 0, start) + 1
+        line_end = self.text.find("\n", start)
+        return self.text[line_start : line_end if line_end >= 0 else len(self.text)]
+
+    def read(self, asked: set[str], start: int, end: int) -> _Reading:
+        """The sentence's words, its record's and its place's against the question's.
+
+        A record's value names it ("Grand Cherokee"), a label never does ("GRAND
+        TOTAL" of the Jeep's estimate is a field). A row of a headed table outside
+        any form is a record of its own ("Honda | Civic | 2HGF…" in a fleet
+        register): its cells name it and its header holds the fields; under a form
+        (an estimate's totals) a row is one of the form's fields.
+        """
+        line = self.line(start)
+        sentence, header = self.text[start:end], self.header(start, line)
+        record = self.record(start)
+        if header and not record:
+            record = tuple(cells(line))
+            own, names = _words(header), frozenset(asked & _words(line))
+        else:
+            own = _words(sentence) | _words(header)
+            names = frozenset(asked & (_words(" ".join(record)) - _words(_label(sentence))))
+        covered = asked & (own | names | self.place)
+        held = asked & own
+        return _Reading(
+            overlap=len(covered) / (len(asked) or 1),
+            record=record,
+            names=names,
+            asks=not held or bool(held - names),
+            holds_field=bool(held - names),
+            field_share=len((held | (asked & self.place)) - names) / (len(asked - names) or 1),
+        )
 
 
 def _words(text: str) -> set[str]:
@@ -249,10 +348,24 @@ def _sentences(text: str) -> list[tuple[int, int, bool]]:
             start = lead.end() if lead else start
             while end > start and text[end - 1] in " |\t":
                 end -= 1
-            short_form = _is_table_row(line) or _KEY_VALUE.match(line)
+            short_form = _is_table_row(line) or _is_key_value(line)
             if _word_count(text[start:end]) >= (2 if short_form else MIN_WORDS):
                 spans.append((start, end, False))
     return spans
+
+
+def _label(sentence: str) -> str:
+    """The label of a row, a pair or a "Label: value" line (its first cell, or the
+    text before the colon); "" for prose."""
+    if "|" in sentence:
+        return cells(sentence)[0]
+    pair = label_value(sentence)
+    return pair[0] if pair else ""
+
+
+def _is_key_value(line: str) -> bool:
+    """A "**key**: value" line of a JSON file, or a form's short "Label: value" line."""
+    return bool(_KEY_VALUE.match(line)) or label_value(line) is not None
 
 
 def _floor(chunk: str, start: int, sentence: str) -> float:
@@ -263,7 +376,7 @@ def _floor(chunk: str, start: int, sentence: str) -> float:
     line = chunk[line_start : line_end if line_end >= 0 else len(chunk)]
     if _is_table_row(line):
         return MIN_ROW_SIMILARITY
-    if _KEY_VALUE.match(line) and _word_count(sentence) < MIN_WORDS:
+    if _is_key_value(line) and _word_count(sentence) < MIN_WORDS:
         return MIN_PAIR_SIMILARITY
     return 0.0
 
@@ -286,15 +399,18 @@ class ExtractiveGenerator:
         self, *, question: str, question_vector: Sequence[float], passages: Sequence[Passage]
     ) -> list[Claim]:
         candidates = self._candidates(question, passages)
+        if any(c.names for c in candidates):  # the question names a record: others are out
+            candidates = [c for c in candidates if c.names or not c.record]
         if not candidates:
             return []
-        vectors = np.asarray(default_embedder().embed_sentences([c.text for c in candidates]))
-        similarity = (vectors @ np.asarray(question_vector)).tolist()
+        similarity = _similarities(question, question_vector, candidates)
         scored = [
             (c, sim + LEXICAL_WEIGHT * c.overlap + PRIOR_WEIGHT * c.prior)
             for c, sim in zip(candidates, similarity, strict=True)
-            if sim >= max(self.min_similarity, c.floor)
+            if sim >= max(self.min_similarity, _similarity_floor(c)) and _covers(c)
         ]
+        if any(c.asks for c, _ in scored):  # the field asked for beats the record's name
+            scored = [(c, score) for c, score in scored if c.asks]
         scored.sort(key=lambda pair: (-pair[1], pair[0].passage, pair[0].start))
         return self._select(scored)
 
@@ -302,9 +418,10 @@ class ExtractiveGenerator:
         asked = _words(question)
         found: list[_Sentence] = []
         for passage in passages:
+            layout = _Layout(passage)
             for start, end, pair in _sentences(passage.text):
                 text = passage.text[start:end]
-                overlap = len(asked & _words(text)) / (len(asked) or 1)
+                reading = layout.read(asked, start, end)
                 floor = MIN_PAIR_SIMILARITY if pair else _floor(passage.text, start, text)
                 found.append(
                     _Sentence(
@@ -312,9 +429,13 @@ class ExtractiveGenerator:
                         start,
                         end,
                         text,
-                        overlap,
+                        reading.overlap,
                         passage.score_norm,
                         floor,
+                        reading.record,
+                        reading.names,
+                        reading.asks,
+                        reading.holds_field,
                     )
                 )
         found.sort(key=lambda s: (-(s.overlap + 0.5 * s.prior), s.passage, s.start))
@@ -324,9 +445,12 @@ class ExtractiveGenerator:
         claims: list[Claim] = []
         seen: set[str] = set()
         floor = max(self.threshold, ranked[0][1] * RELATIVE_FLOOR) if ranked else self.threshold
+        named = ranked[0][0] if ranked and ranked[0][0].names else None
         for sentence, score in ranked:
             if score < floor or len(claims) >= self.max_sentences:
                 break
+            if named is not None and sentence.record != named.record:
+                continue  # the question names a record: the answer quotes that one only
             reply = " ".join(sentence.text.split())
             if any(_repeats(reply.lower(), said) for said in seen) or any(
                 claim.passage == sentence.passage
@@ -340,6 +464,50 @@ class ExtractiveGenerator:
         return claims
 
 
+def _covers(sentence: _Sentence) -> bool:
+    """A short form sharing a word or two with the question is a near miss, however
+    close in meaning ("Home office | 30" for the office dress code), and so is one
+    that holds none of the question's words but its record's name ("VIN | …" for the
+    tire pressure of a named car); prose is not held to this (a sentence answers in
+    words of its own)."""
+    if sentence.names and not sentence.holds_field:
+        return False  # of the record the question names, but not the field it asks
+    return not sentence.floor or (sentence.overlap >= MIN_FORM_COVERAGE and sentence.holds_field)
+
+
+def _similarity_floor(sentence: _Sentence) -> float:
+    """A short form needs to be closer in meaning than prose, as it shares words
+    easily; not once it holds the field asked in the record the question names (the
+    words then say more than the cosine of a few cells)."""
+    return 0.0 if sentence.names and sentence.holds_field else sentence.floor
+
+
+def _similarities(
+    question: str, question_vector: Sequence[float], candidates: Sequence[_Sentence]
+) -> list[float]:
+    """Each candidate's cosine with the question; for a sentence of a record the
+    question names, the better of that and its cosine with the question without
+    the record's name ("VIN | 1C4R…" is far from "What is the VIN of the Jeep Grand
+    Cherokee?" but close to "What is the VIN of the"): the name is matched by the
+    record, the rest by the sentence."""
+    fields = sorted({_without(question, c.names) for c in candidates if c.names})
+    texts = [c.text for c in candidates] + fields
+    vectors = np.asarray(default_embedder().embed_sentences(texts))
+    similarity = vectors[: len(candidates)] @ np.asarray(question_vector)
+    by_field = dict(zip(fields, vectors[len(candidates) :], strict=True))
+    return [
+        max(float(sim), float(by_field[_without(question, c.names)] @ vectors[n]))
+        if c.names
+        else float(sim)
+        for n, (c, sim) in enumerate(zip(candidates, similarity, strict=True))
+    ]
+
+
+def _without(question: str, names: frozenset[str]) -> str:
+    """The question without the words that name a record (compared as _words does)."""
+    return " ".join(w for w in words(question) if not (_words(w) and _words(w) <= names))
+
+
 def _repeats(reply: str, said: str) -> bool:
     """Overlapping chunks repeat sentences, sometimes with a neighbour's words before
     them ("Note This is a preliminary estimate …" and "This is a preliminary …"): the
@@ -349,3 +517,40 @@ def _repeats(reply: str, said: str) -> bool:
         return True
     shorter, longer = sorted((reply, said), key=len)
     return _word_count(shorter) >= MIN_WORDS and longer.endswith(" " + shorter)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of a question a quote holds, read with its record and place."""
+
+    share: float  # of the question's words
+    field_share: float  # of the question's words but those naming the quote's record
+    missing: list[str]  # the question's words it lacks, as the question writes them
+
+
+def question_coverage(question: str, passage: Passage, start: int, end: int) -> Coverage:
+    """How much of the question ``passage.text[start:end]`` holds, read with its
+    record, its table's header, its document and section."""
+    asked = _words(question)
+    layout = _Layout(passage)
+    reading = layout.read(asked, start, end)
+    header = layout.header(start, layout.line(start))
+    covered = _words(passage.text[start:end]) | _words(header) | reading.names | layout.place
+    return Coverage(reading.overlap, reading.field_share, _missing(question, covered))
+
+
+def words_missing(question: str, passages: Sequence[Passage]) -> list[str]:
+    """The question's words that no passage (its text, record or place) holds."""
+    held: set[str] = set()
+    for passage in passages:
+        held |= _words(passage.text) | _words(passage.title) | _words(passage.context)
+    return _missing(question, held)
+
+
+def _missing(question: str, held: set[str]) -> list[str]:
+    missing: list[str] = []
+    for word in words(question):
+        stems = _words(word)
+        if stems and not stems <= held and word not in missing:
+            missing.append(word)
+    return missing

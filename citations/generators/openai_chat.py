@@ -295,7 +295,11 @@ class OpenAIChatGenerator(TwoAttempts):
             codes=codes,
         )
         message = choice.message if choice else None
-        if message is not None and (message.refusal or choice.finish_reason == "content_filter"):
+        if (
+            choice is not None
+            and message is not None
+            and (message.refusal or choice.finish_reason == "content_filter")
+        ):
             raise ModelError(
                 f"the model {self.app.model!r} refused to answer: "
                 f"{message.refusal or 'its content filter stopped the reply'}",

@@ -110,18 +110,18 @@ def checks_scored(checks: Sequence[ClaimCheck], passages: Sequence[Passage]) -> 
     embeddings), then the section fence: a sentence's citations share its first
     supported citation's section."""
     pending = [i for i, check in enumerate(checks) if check.supported]
-    pairs = [
-        (
-            checks[i].reply,
-            passages[checks[i].passage].text[checks[i].source_start : checks[i].source_end],
-        )
-        for i in pending
-    ]
+    pairs = [(checks[i].reply, _quoted(checks[i], passages)) for i in pending]
     scored = list(checks)
     for i, support in zip(pending, _supports(pairs), strict=True):
         reason = SUPPORTED if support >= MIN_SUPPORT else "low_support"
         scored[i] = replace(scored[i], support=round(support, 6), reason=reason)
     return _fenced(scored, passages)
+
+
+def _quoted(check: ClaimCheck, passages: Sequence[Passage]) -> str:
+    """The passage text a supported check quotes."""
+    passage, start, end = check.located()
+    return passages[passage].text[start:end]
 
 
 def _section(passage: Passage) -> str:
@@ -133,7 +133,7 @@ def _fenced(checks: list[ClaimCheck], passages: Sequence[Passage]) -> list[Claim
     fenced = []
     for check in checks:
         if check.supported:
-            section = _section(passages[check.passage])
+            section = _section(passages[check.located()[0]])
             first = sections.setdefault(check.sentence, section)
             if section != first:
                 check = replace(check, reason="cross_section_reuse")
@@ -143,16 +143,18 @@ def _fenced(checks: list[ClaimCheck], passages: Sequence[Passage]) -> list[Claim
 
 def claims_of(checks: Sequence[ClaimCheck]) -> list[Claim]:
     """The supported citations as claims, in reply order (one per sentence and passage)."""
-    claims, seen = [], set()
+    claims: list[Claim] = []
+    seen: set[tuple[int, int | None]] = set()
     for check in checks:
         key = (check.sentence, check.passage)
         if check.supported and key not in seen:
             seen.add(key)
+            passage, start, end = check.located()
             claims.append(
                 Claim(
-                    passage=check.passage,
-                    source_start=check.source_start,
-                    source_end=check.source_end,
+                    passage=passage,
+                    source_start=start,
+                    source_end=end,
                     reply=check.reply,
                     relevance=check.support or 0.0,
                     sentence=check.sentence,

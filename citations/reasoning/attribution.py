@@ -88,6 +88,7 @@ class SourceAttributionService:
         self,
         document_id: str,
         relevance_score: float,
+        *,
         document_title: str | None = None,
         excerpt: str | None = None,
         chunk_index: int | None = None,

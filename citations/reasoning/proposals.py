@@ -42,7 +42,8 @@ def _step(item: object, number: int) -> StepPlan | None:
     question = " ".join(item["question"].split())
     if not question:
         return None
-    uses = item.get("uses") if isinstance(item.get("uses"), list) else []
+    raw_uses = item.get("uses")
+    uses = raw_uses if isinstance(raw_uses, list) else []
     earlier = sorted({u for u in uses if isinstance(u, int) and not isinstance(u, bool)})
     return StepPlan(question, tuple(u for u in earlier if 1 <= u < number))
 
@@ -60,7 +61,8 @@ def plan_read(content: str, question: str, *, max_steps: int) -> Plan:
         items = data.get("steps") if isinstance(data, Mapping) else None
         if not isinstance(items, list) or not items:
             raise ValueError("no_steps")
-        steps, empty = [], 0
+        steps: list[StepPlan] = []
+        empty = 0
         for item in items:
             step = _step(item, len(steps) + 1)
             if step is None:

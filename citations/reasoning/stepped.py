@@ -18,7 +18,14 @@ from django.conf import settings
 from django.db import models
 
 from citations.composition import NOT_FOUND, ComposedClaim, Composition, compose, compose_sentences
-from citations.generators import Claim, Generation, ModelGenerator, ModelReply, generator_for
+from citations.generators import (
+    Claim,
+    Generation,
+    Generator,
+    ModelGenerator,
+    ModelReply,
+    generator_for,
+)
 from citations.generators.extractive import LEXICAL_WEIGHT, PRIOR_WEIGHT
 from citations.markers import MARKER
 from citations.model_evidence import claim_checks_create, generation_compose, model_calls_create
@@ -98,7 +105,8 @@ class SteppedAnswer:
         steps = ReasoningStep.objects.bulk_create(
             [self._step_row(execution, s, attempts.get(s.number, [])) for s in self.steps]
         )
-        attributions, step_claims = [], []
+        attributions: list[StepSourceAttribution] = []
+        step_claims: list[StepClaim] = []
         for result, row in zip(self.steps, steps, strict=True):
             made = self._attributions(execution, result, row, hits, sources)
             attributions += made.values()
@@ -111,29 +119,37 @@ class SteppedAnswer:
         own = self.bases[step.number - 1] + local
         return self.canonical.get(self.retrieved[own].chunk.pk, own)
 
-    def _model_evidence(self, execution, hits, claims) -> tuple[list, dict[int, list[int]]]:  # noqa: ANN001
+    def _model_evidence(
+        self, execution: QueryExecution, hits: list[RetrievalHit], claims: list[ClaimCitation]
+    ) -> tuple[list[models.Model], dict[int, list[int]]]:
         calls = [self.plan_call] if self.plan_call else []
         attempts: dict[int, list[int]] = {}
-        checked: list[tuple[StepResult, int]] = []
+        checked: list[tuple[StepResult, Generation, int]] = []
         for step in self.steps:
             if step.generation is None:
                 continue
             first = len(calls)
             calls += step.generation.calls
             attempts[step.number] = list(range(first + 1, len(calls) + 1))
-            checked.append((step, first + step.generation.checked_call))
+            checked.append((step, step.generation, first + step.generation.checked_call))
         if not calls:
             return [], attempts
         numbered = Generation([], [], [replace(c, attempt=i) for i, c in enumerate(calls, 1)])
-        rows: list[models.Model] = list(model_calls_create(execution, numbered))
-        for step, call_index in checked:
-            generation = self._checks_remapped(step)
+        made = model_calls_create(execution, numbered)
+        rows: list[models.Model] = list(made)
+        for step, step_generation, call_index in checked:
+            generation = self._checks_remapped(step, step_generation)
             rows += claim_checks_create(
-                execution, generation, rows[call_index], hits, self.composition, claims
+                execution,
+                generation,
+                made[call_index],
+                hits,
+                composition=self.composition,
+                claim_rows=claims,
             )
         return rows, attempts
 
-    def _checks_remapped(self, step: StepResult) -> Generation:
+    def _checks_remapped(self, step: StepResult, generation: Generation) -> Generation:
         """The step's checks with passages and sentences as the final answer has them."""
         offset = _sentence_offset(self.steps, step)
         checks = [
@@ -142,11 +158,13 @@ class SteppedAnswer:
                 passage=None if c.passage is None else self.global_passage(step, c.passage),
                 sentence=c.sentence + offset,
             )
-            for c in step.generation.checks
+            for c in generation.checks
         ]
-        return replace(step.generation, checks=checks)
+        return replace(generation, checks=checks)
 
-    def _step_row(self, execution: QueryExecution, step: StepResult, attempts: list[int]):  # noqa: ANN202
+    def _step_row(
+        self, execution: QueryExecution, step: StepResult, attempts: list[int]
+    ) -> ReasoningStep:
         base = sum(s.searched_hits for s in self.steps[: step.number - 1])
         return ReasoningStep(
             query=execution,
@@ -166,25 +184,27 @@ class SteppedAnswer:
             context_used=[str(r.chunk.pk) for r in step.retrieved[:PREVIEW_CONTEXTS]],
         )
 
-    def _attributions(  # noqa: ANN202
+    def _attributions(
         self,
-        execution,
-        step,
-        row,
-        hits,
-        sources,  # noqa: ANN001
-    ):
+        execution: QueryExecution,
+        step: StepResult,
+        row: ReasoningStep,
+        hits: list[RetrievalHit],
+        sources: dict[int, QuotedSource],
+    ) -> dict[int, StepSourceAttribution]:
         """One per passage the step cites, made by the document's service."""
         service = SourceAttributionService()
         cited = sorted(step.composition.quoted.items(), key=lambda item: int(item[1]))
         results = [_search_result(step, local) for local, _ in cited]
         schema = StepSchema(step.number, step.plan.question, step.answer, step.confidence)
         enhanced = service.enhance_reasoning_step_with_sources(schema, results)
-        made = {}
+        made: dict[int, StepSourceAttribution] = {}
         pairs = zip(cited, enhanced.source_attributions, strict=True)
         for (local, quoted_as), attribution in pairs:
             own = self.bases[step.number - 1] + local
             r = self.retrieved[own]
+            # made from _search_result, which gives both
+            assert attribution.chunk_index is not None and attribution.retrieval_rank is not None
             made[local] = StepSourceAttribution(
                 query=execution,
                 step=row,
@@ -205,7 +225,14 @@ class SteppedAnswer:
             )
         return made
 
-    def _step_claims(self, execution, step, row, made, claims) -> list[StepClaim]:  # noqa: ANN001
+    def _step_claims(
+        self,
+        execution: QueryExecution,
+        step: StepResult,
+        row: ReasoningStep,
+        made: dict[int, StepSourceAttribution],
+        claims: list[ClaimCitation],
+    ) -> list[StepClaim]:
         rows = []
         for index, composed in enumerate(step.composition.claims):
             claim = composed.claim
@@ -278,10 +305,11 @@ def _search_text(plan: StepPlan, done: list[StepResult], context: str) -> str:
 
 def _run_step(
     searcher: Searcher,
-    generator: object,
+    generator: Generator | ModelGenerator,
     number: int,
     plan: StepPlan,
     done: list[StepResult],
+    *,
     context: str,
     instructions: str | None,
 ) -> StepResult:
@@ -318,7 +346,7 @@ def _run_step(
     )
 
 
-def _plan(generator: object, question: str) -> tuple[Plan, ModelReply | None]:
+def _plan(generator: Generator | ModelGenerator, question: str) -> tuple[Plan, ModelReply | None]:
     max_steps = settings.PROVENANCE_REASONING_MAX_STEPS
     if isinstance(generator, ModelGenerator):
         return plan_propose(generator, question, max_steps=max_steps)
@@ -333,7 +361,11 @@ def stepped_answer(
     plan, plan_call = _plan(generator, question)
     done: list[StepResult] = []
     for number, step in enumerate(plan.steps, start=1):
-        done.append(_run_step(searcher, generator, number, step, done, context, instructions))
+        done.append(
+            _run_step(
+                searcher, generator, number, step, done, context=context, instructions=instructions
+            )
+        )
     return _joined(plan, plan_call, done)
 
 
@@ -344,7 +376,8 @@ def _offset(results: list[StepResult], step: StepResult) -> tuple[int, int]:
 
 
 def _joined(plan: Plan, plan_call: ModelReply | None, results: list[StepResult]) -> SteppedAnswer:
-    retrieved, bases = [], []
+    retrieved: list[_Retrieved] = []
+    bases: list[int] = []
     for step in results:
         k_pos, k_final = _offset(results, step)
         bases.append(len(retrieved))
@@ -352,7 +385,8 @@ def _joined(plan: Plan, plan_call: ModelReply | None, results: list[StepResult])
             replace(r, k_pos=r.k_pos + k_pos, k_final=r.k_final + k_final) for r in step.retrieved
         ]
     answer = SteppedAnswer(plan, plan_call, results, retrieved, Composition("", [], {}), bases, {})
-    claims, spans = [], {}
+    claims: list[Claim] = []
+    spans: dict[tuple[object, int, int], int] = {}
     for step in results:
         offset = _sentence_offset(results, step)
         for index, composed in enumerate(step.composition.claims):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from citations.models import Message, Run, Thread
-from documents.admin_scoping import EvidenceAdmin, ReadOnlyInline
+from core.admin_scoping import EvidenceAdmin, ReadOnlyInline
 
 
 class MessageInline(ReadOnlyInline):

@@ -1,14 +1,10 @@
-"""The one exception of the conversational API's domain code; views turn it into the
-OpenAI error shape (``documents.api.errors.ApiError``)."""
+"""The one exception of the conversational API's domain code; the REST exception
+handler turns it into the OpenAI error shape (``core.errors``)."""
 
 from __future__ import annotations
 
+from core.exceptions import DomainRejected
 
-class ThreadRejected(Exception):
+
+class ThreadRejected(DomainRejected):
     """A request refused with a stable ``code``, the offending ``param`` and an HTTP status."""
-
-    def __init__(
-        self, message: str, *, code: str, param: str | None = None, status: int = 400
-    ) -> None:
-        super().__init__(message)
-        self.message, self.code, self.param, self.status = message, code, param, status

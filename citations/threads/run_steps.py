@@ -14,8 +14,16 @@ from typing import Any
 
 from django.db.models import Sum
 
-from citations.models import Message, MessageRole, ModelCall, Run, RunStatus
-from citations.reasoning.selectors import step_hits, steps_of
+from citations.models import (
+    Message,
+    MessageRole,
+    ModelCall,
+    ReasoningStep,
+    RetrievalHit,
+    Run,
+    RunStatus,
+)
+from citations.reasoning.selectors import steps_of
 from citations.threads.errors import ThreadRejected
 
 INCLUDE_CONTENT = "step_details.tool_calls[*].file_search.results[*].content"
@@ -56,6 +64,26 @@ def _usage(run: Run, attempts: Iterable[int]) -> dict[str, int]:
     }
 
 
+def _hits_of(step: ReasoningStep, hits: list[RetrievalHit]) -> list[RetrievalHit]:
+    """The step's own retrieval (its range of k_pos) among the answer's hits, as
+    ``reasoning.selectors.step_hits`` reads it."""
+    if step.hits_from is None:
+        return []
+    return [hit for hit in hits if step.hits_from <= hit.k_pos <= step.hits_to]
+
+
+def _usage_of(calls: list[tuple[int, int | None, int | None]], attempts: Iterable[int]) -> dict:
+    """``_usage`` over ``(attempt, input_tokens, output_tokens)`` rows already read."""
+    chosen = set(attempts)
+    prompt = sum(tokens or 0 for attempt, tokens, _ in calls if attempt in chosen)
+    completion = sum(tokens or 0 for attempt, _, tokens in calls if attempt in chosen)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
 def _clip(value: object) -> str:
     return str(value)[:METADATA_VALUE_CHARS]
 
@@ -67,12 +95,19 @@ def run_steps_of(*, run: Run) -> list[RunStep]:
         return []
     stored = list(steps_of(execution=run.query))
     if stored:
+        # every step's hits and model calls in one query each, not one per step
+        hits = list(
+            run.query.hits.select_related("file", "chunk")
+            .defer("chunk__embedding")
+            .order_by("k_pos")
+        )
+        calls = list(run.query.model_calls.values_list("attempt", "input_tokens", "output_tokens"))
         found = [
             RunStep(
                 id=_id(run, f"file_search:{step.step_number}"),
                 kind="tool_calls",
                 number=step.step_number,
-                hits=list(step_hits(step=step)),
+                hits=_hits_of(step, hits),
                 metadata={
                     "step_number": str(step.step_number),
                     "question": _clip(step.question),
@@ -80,7 +115,7 @@ def run_steps_of(*, run: Run) -> list[RunStep]:
                     "confidence_score": f"{step.confidence_score:.3f}",
                     "query_id": str(run.query_id),
                 },
-                usage=_usage(run, step.model_call_attempts),
+                usage=_usage_of(calls, step.model_call_attempts),
             )
             for step in stored
         ]

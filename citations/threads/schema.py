@@ -5,12 +5,22 @@ codes and ``param`` paths; these serializers only describe)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema_field
 from rest_framework import serializers
 
 from citations.models import MessageRole, RunStatus
 
 _UNIX = "Unix time in seconds"
+
+RUN_EVENTS = OpenApiResponse(
+    OpenApiTypes.STR,
+    description="With `stream: true`: server-sent events named as OpenAI's (`thread.run.created`, "
+    "`thread.run.queued`, `thread.run.in_progress`, `thread.message.created`, "
+    "`thread.message.in_progress`, `thread.message.delta`, `thread.message.completed`, "
+    "`thread.run.completed` or `thread.run.failed`), each `data` a JSON object, then "
+    "`event: done` with `data: [DONE]`.",
+)
 
 
 def _metadata(**kwargs: object) -> serializers.DictField:
@@ -71,7 +81,8 @@ class RunCreateInput(serializers.Serializer):
     additional_messages = MessageCreateInput(many=True, required=False, allow_null=True)
     metadata = _metadata(required=False, allow_null=True)
     stream = serializers.BooleanField(
-        required=False, help_text="Only false: runs are polled, not streamed."
+        required=False,
+        help_text="true: answer `text/event-stream`, the run's events until it ends.",
     )
 
 

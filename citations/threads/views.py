@@ -7,15 +7,17 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from django.http import HttpResponseBase
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from citations.models import Thread
-from citations.threads import run_steps, selectors, services
+from citations.threads import run_steps, selectors, services, streaming
 from citations.threads.errors import ThreadRejected
 from citations.threads.schema import (
+    RUN_EVENTS,
     MessageCreateInput,
     MessageList,
     MessageObject,
@@ -34,9 +36,9 @@ from citations.threads.serializers import (
     run_output,
     thread_output,
 )
-from documents.api.errors import ApiError, error_responses
-from documents.models import ApiKey
-from documents.tenancy import organization_of
+from core.caller import Caller
+from core.errors import error_responses
+from core.tenancy import organization_of
 
 POLL_AFTER_MS = "250"  # create_and_poll waits this long between polls
 LIST_PARAMETERS = [
@@ -57,17 +59,11 @@ def _body(request: Request) -> Mapping[str, Any]:
     return request.data
 
 
-def _api_key(request: Request) -> ApiKey | None:
-    return request.auth if isinstance(request.auth, ApiKey) else None
-
-
 class _View(APIView):
     """Domain refusals become the OpenAI error shape, with their status and param."""
 
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, ThreadRejected):
-            exc = ApiError(exc.message, code=exc.code, status_code=exc.status, param=exc.param)
-        return super().handle_exception(exc)
+    # core.errors maps them; this docstring is also the OpenAPI description of the
+    # views below that have none of their own, so it stays as clients have read it
 
     def thread(self, request: Request, thread_id: str) -> Thread:
         return selectors.thread_get(organization=organization_of(request), thread_id=thread_id)
@@ -80,12 +76,12 @@ class ThreadsView(_View):
         request=ThreadCreateInput, responses={200: ThreadObject, **error_responses(400, 415)}
     )
     def post(self, request: Request) -> Response:
-        body, key = _body(request), _api_key(request)
+        body, caller = _body(request), Caller.from_request(request)
         thread = services.thread_create(
-            organization=organization_of(request),
+            organization=caller.organization,
             metadata=body.get("metadata"),
             messages=body.get("messages"),
-            caller=f"api-key:{key.prefix}" if key else f"user:{request.user.get_username()}",
+            caller=caller.label,
         )
         return Response(thread_output(thread))
 
@@ -139,7 +135,8 @@ class MessageDetailView(_View):
 
 
 class RunsView(_View):
-    """Start a run (a Celery worker executes it) or list the thread's runs."""
+    """Start a run (a Celery worker executes it) or list the thread's runs; with
+    ``"stream": true`` the run's events are streamed until it ends."""
 
     @extend_schema(
         operation_id="v1_threads_runs_list",
@@ -153,33 +150,40 @@ class RunsView(_View):
         return Response(list_output(page.items, page.has_more, run_output))
 
     @extend_schema(
-        request=RunCreateInput, responses={200: RunObject, **error_responses(400, 404, 415)}
+        request=RunCreateInput,
+        responses={
+            (200, "application/json"): RunObject,
+            (200, "text/event-stream"): RUN_EVENTS,
+            **error_responses(400, 404, 415),
+        },
     )
-    def post(self, request: Request, thread_id: str) -> Response:
+    def post(self, request: Request, thread_id: str) -> HttpResponseBase:
         body = _body(request)
         thread = self.thread(request, thread_id)
-        if body.get("stream"):
-            raise ThreadRejected(
-                "streaming runs are not supported; poll the run instead",
-                code="unsupported",
-                param="stream",
-            )
+        stream = body.get("stream", False)
+        if stream is not None and not isinstance(stream, bool):
+            raise ThreadRejected("stream must be a boolean", code="invalid_stream", param="stream")
         if not body.get("assistant_id"):
             raise ThreadRejected(
                 "assistant_id is required", code="missing_required_parameter", param="assistant_id"
             )
+        caller = Caller.from_request(request)
         run = services.run_create(
             thread=thread,
             app=selectors.assistant_get(
-                organization=organization_of(request), assistant_id=body["assistant_id"]
+                organization=caller.organization, assistant_id=body["assistant_id"]
             ),
-            user=request.user,
-            api_key=_api_key(request),
+            user=caller.user,
+            api_key=caller.api_key,
             instructions=body.get("instructions"),
             additional_instructions=body.get("additional_instructions"),
             additional_messages=body.get("additional_messages"),
             metadata=body.get("metadata"),
         )
+        if stream:  # the run is committed and queued: the stream watches the worker answer it
+            return streaming.event_stream(
+                streaming.run_events(run_id=str(run.pk), absolute=request.build_absolute_uri)
+            )
         return Response(run_output(run), headers={"openai-poll-after-ms": POLL_AFTER_MS})
 
 

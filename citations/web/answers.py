@@ -10,11 +10,18 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from citations.model_evidence import written_by
-from citations.models import ClaimCheck, QueryExecution, QueryStatus, QuotedSource, RetrievalHit
+from citations.models import (
+    ClaimCheck,
+    ClaimCitation,
+    QueryExecution,
+    QueryStatus,
+    QuotedSource,
+    RetrievalHit,
+)
 from citations.places import Place, quoted_places
 from citations.reasoning.selectors import ReasoningPage, reasoning_page
 from citations.threads.sources import marker_start
-from citations.web.rendering import Marker, answer_html, marked
+from citations.web.rendering import Marker, answer_html, passage_html
 from citations.web.selectors import (
     DocumentState,
     document_states,
@@ -52,6 +59,20 @@ class HitCard:
 
 
 @dataclass(frozen=True)
+class Preview:
+    """What hovering or focusing one ``[n]`` shows: the quoted sentence and where it is."""
+
+    id: str
+    quoted_as: str
+    sentence: SafeString
+    document: str
+    unit: str
+    page: int | None
+    section: str
+    crop_url: str  # a PDF's highlighted region, else ""
+
+
+@dataclass(frozen=True)
 class AnswerPage:
     execution: QueryExecution
     answer: SafeString
@@ -60,6 +81,8 @@ class AnswerPage:
     written_by: str = ""
     unsupported: tuple[ClaimCheck, ...] = ()
     reasoning: ReasoningPage | None = None
+    previews: tuple[Preview, ...] = ()
+    markers: tuple[Marker, ...] = ()
 
     @property
     def by_model(self) -> bool:
@@ -92,10 +115,8 @@ def _source_card(*, source: QuotedSource, state: DocumentState) -> SourceCard:
     places = quoted_places(source=source)
     return SourceCard(
         source=source,
-        passage=marked(
-            source.chunk_text,
-            [(c.source_start, c.source_end) for c in source.claims.all()],
-            for_reading=True,
+        passage=passage_html(
+            source.chunk_text, [(c.source_start, c.source_end) for c in source.claims.all()]
         ),
         viewer_url=source_url(source, place=places[0] if places else None),
         download_url=reverse("file-content", args=[source.file_id]),
@@ -110,25 +131,54 @@ def answer_page(*, execution: QueryExecution) -> AnswerPage:
     states = document_states(s.file for s in sources)
     cards = [_source_card(source=s, state=states[s.file_id]) for s in sources]
     # each [n] opens the viewer at the sentence it stands for (places follow the claims)
-    markers = [
-        Marker(
-            at=_marker_at(execution.answer, claim.reply_end, card.source.quoted_as),
-            quoted_as=card.source.quoted_as,
-            href=source_url(card.source, place=place) if place else card.viewer_url,
-            label=f"Source {card.source.quoted_as}: {card.source.document_name}",
-        )
-        for card in cards
-        for claim, place in zip_longest(card.source.claims.all(), card.places)
-        if claim is not None
-    ]
+    markers, previews = [], []
+    for card in cards:
+        for claim, place in zip_longest(card.source.claims.all(), card.places):
+            if claim is None:
+                continue
+            preview = _preview(card, claim, place)
+            previews.append(preview)
+            markers.append(
+                Marker(
+                    at=_marker_at(execution.answer, claim.reply_end, card.source.quoted_as),
+                    quoted_as=card.source.quoted_as,
+                    href=source_url(card.source, place=place) if place else card.viewer_url,
+                    label=f"Source {card.source.quoted_as}: {card.source.document_name}",
+                    preview=preview.id,
+                )
+            )
     return AnswerPage(
         execution=execution,
+        previews=tuple(previews),
+        markers=tuple(markers),
         answer=answer_html(execution.answer, markers),
         sources=cards,
         uncited=[_hit_card(execution, hit) for hit in uncited_hits_of(execution=execution)],
         written_by=written_by(execution),
         unsupported=tuple(unsupported_claims_of(execution=execution)),
         reasoning=reasoning_page(execution=execution, viewer=source_url),
+    )
+
+
+def crop_url(source: QuotedSource, *, segment: int) -> str:
+    """The highlighted region of a PDF source around one claim, or "" for other kinds."""
+    if source.file.kind != "pdf":
+        return ""
+    base = reverse("web-source-crop", args=[source.query_id, source.quoted_as])
+    return f"{base}?claim={segment}"
+
+
+def _preview(card: SourceCard, claim: ClaimCitation, place: Place | None) -> Preview:
+    source = card.source
+    return Preview(
+        id=f"preview-{source.quoted_as}-{claim.segment}",
+        quoted_as=source.quoted_as,
+        sentence=passage_html(claim.source_sentence, []),
+        document=source.document_name,
+        unit=card.unit,
+        page=place.page if place else source.page_start,
+        section=place.section if place else source.section,
+        crop_url=crop_url(source, segment=claim.segment),
     )
 
 
@@ -158,7 +208,7 @@ def _hit_card(execution: QueryExecution, hit: RetrievalHit) -> HitCard:
     )
     return HitCard(
         hit=hit,
-        passage=marked(hit.chunk.chunk_text, [], for_reading=True),
+        passage=passage_html(hit.chunk.chunk_text, []),
         viewer_url=f"{base}#{anchor}",
         download_url=reverse("file-content", args=[hit.file_id]),
         unit=unit_of(hit.file.kind),

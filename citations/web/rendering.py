@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from citations.web.markdown import Replacement, markdown_html
+
 Range = tuple[int, int]
 
 # CommonMark: a backslash before ASCII punctuation only keeps the punctuation literal
@@ -110,28 +112,32 @@ class Marker:
     quoted_as: str
     href: str
     label: str
+    preview: str = ""  # the id of the marker's preview (role=tooltip), if any
 
 
 def answer_html(answer: str, markers: Sequence[Marker]) -> SafeString:
-    """The answer with each claim's ``[n]`` marker turned into a link to its source."""
-    hidden = _hidden_markup(answer)
-    parts, cursor = [], 0
+    """The answer as rendered Markdown, each claim's ``[n]`` marker a link to its
+    source (``aria-describedby`` names its preview when it has one)."""
+    replacements, cursor = [], 0
     for marker in sorted(markers, key=lambda m: m.at):
         token = f" [{marker.quoted_as}]"
         if marker.at < cursor or not answer.startswith(token, marker.at):
             continue  # not where the claim says: leave the text as it is
-        parts.append(escape(_shown(answer, cursor, marker.at, hidden)))
-        parts.append(
-            format_html(
-                ' <a class="ref" href="{}" aria-label="{}">[{}]</a>',
-                marker.href,
-                marker.label,
-                marker.quoted_as,
-            )
+        link = format_html(
+            ' <a class="ref" href="{}" aria-label="{}"{}>[{}]</a>',
+            marker.href,
+            marker.label,
+            format_html(' aria-describedby="{}"', marker.preview) if marker.preview else "",
+            marker.quoted_as,
         )
+        replacements.append(Replacement(marker.at, marker.at + len(token), link))
         cursor = marker.at + len(token)
-    parts.append(escape(_shown(answer, cursor, len(answer), hidden)))
-    return mark_safe("".join(parts))  # noqa: S308 - text escaped, links built by format_html
+    return markdown_html(answer, replacements=replacements)
+
+
+def passage_html(text: str, ranges: Iterable[Range], *, base: int = 0) -> SafeString:
+    """A quoted or retrieved passage as rendered Markdown, its cited spans marked."""
+    return markdown_html(text, ranges, base=base)
 
 
 @dataclass(frozen=True)

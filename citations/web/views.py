@@ -5,19 +5,25 @@ or calls ``query_execute``, then renders."""
 
 from __future__ import annotations
 
-from django.http import HttpResponse, HttpResponseRedirect
+from django.contrib import messages
+from django.http import Http404, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import quote_etag
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from citations.feedback import FeedbackRejected, feedback_latest, feedback_record
 from citations.generators import ModelError
+from citations.models import FeedbackRating, QueryExecution
 from citations.services import QueryRejected, query_execute
+from citations.threads.errors import ThreadRejected
 from citations.web import selectors
-from citations.web.answers import answer_page
+from citations.web.answers import answer_page, crop_url
+from citations.web.conversation import earlier_turns, follow_up_ask
 from citations.web.pdf_pages import RENDER_DPI, page_png
-from citations.web.rendering import marked
-from citations.web.viewer import source_view
+from citations.web.rendering import passage_html
+from citations.web.streaming import answer_events
+from citations.web.viewer import highlight_crop, source_view
 from documents import selectors as document_selectors
 from documents.web.access import MemberRequest, member_required
 
@@ -50,12 +56,92 @@ def ask(request: MemberRequest) -> HttpResponse:
 
 
 @member_required
+@require_POST
+def ask_stream(request: MemberRequest) -> StreamingHttpResponse:
+    """The Ask and follow-up forms with JavaScript: the answer as server-sent events
+    (``citations/web/streaming.py``); ``follow_up`` names the answer it follows."""
+    question = request.POST.get("question", "")
+    previous_id = request.POST.get("follow_up")
+    if previous_id:
+        previous = selectors.query_of_user(
+            organization=request.organization, user=request.user, query_id=previous_id
+        )
+
+        def ask() -> QueryExecution:
+            return follow_up_ask(previous=previous, question=question, user=request.user)
+
+    else:
+        app = selectors.app_of(
+            organization=request.organization, app_id=request.POST.get("app", "")
+        )
+
+        def ask() -> QueryExecution:
+            return query_execute(app=app, question=question, user=request.user, origin="web")
+
+    response = StreamingHttpResponse(answer_events(ask), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # a proxy in front must not hold the events back
+    return response
+
+
+def _answer_context(request: MemberRequest, execution: QueryExecution) -> dict:
+    return {
+        "page": answer_page(execution=execution),
+        "earlier": earlier_turns(execution=execution),
+        "feedback": feedback_latest(execution=execution, user=request.user),
+        "ratings": FeedbackRating.choices,
+    }
+
+
+@member_required
 @require_GET
 def answer(request: MemberRequest, query_id: str) -> HttpResponse:
     execution = selectors.query_of_user(
         organization=request.organization, user=request.user, query_id=query_id
     )
-    return render(request, "web/answer.html", {"page": answer_page(execution=execution)})
+    return render(request, "web/answer.html", _answer_context(request, execution))
+
+
+@member_required
+@require_POST
+def follow_up(request: MemberRequest, query_id: str) -> HttpResponse:
+    """A follow-up question without JavaScript: answered in the same thread."""
+    previous = selectors.query_of_user(
+        organization=request.organization, user=request.user, query_id=query_id
+    )
+    question = request.POST.get("question", "")
+    try:
+        execution = follow_up_ask(previous=previous, question=question, user=request.user)
+    except (QueryRejected, ThreadRejected) as exc:
+        error = exc.message.replace("'query'", "The question")
+    except ModelError as exc:
+        error = f"The model could not answer: {exc.message}"
+    else:
+        return HttpResponseRedirect(reverse("web-answer", args=[execution.pk]), status=303)
+    context = {**_answer_context(request, previous), "follow_up_error": error}
+    context["follow_up_question"] = question
+    return render(request, "web/answer.html", context, status=400)
+
+
+@member_required
+@require_POST
+def feedback(request: MemberRequest, query_id: str) -> HttpResponse:
+    """Helpful or not, with an optional comment: recorded as evidence."""
+    execution = selectors.query_of_user(
+        organization=request.organization, user=request.user, query_id=query_id
+    )
+    try:
+        feedback_record(
+            execution=execution,
+            user=request.user,
+            rating=request.POST.get("rating", ""),
+            comment=request.POST.get("comment", ""),
+        )
+    except FeedbackRejected as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Thank you: your feedback is recorded.")
+    return HttpResponseRedirect(f"{reverse('web-answer', args=[execution.pk])}#feedback")
 
 
 @member_required
@@ -72,18 +158,51 @@ def source(request: MemberRequest, query_id: str, quoted_as: str) -> HttpRespons
         "quoted": quoted,
         "claims": claims,
         "state": selectors.document_states([quoted.file])[quoted.file_id],
-        "passage": marked(
-            quoted.chunk_text,
-            [(c.source_start, c.source_end) for c in claims],
-            for_reading=True,
+        "passage": passage_html(
+            quoted.chunk_text, [(c.source_start, c.source_end) for c in claims]
         ),
         "view": source_view(
             chunk=quoted.chunk,
             claims=[(c.source_start, c.source_end) for c in claims],
             whole=request.GET.get("lines") == "all",
+            page=_page_asked(request),
         ),
+        "crop_url": crop_url(quoted, segment=claims[0].segment) if claims else "",
     }
     return render(request, "web/source.html", context)
+
+
+def _page_asked(request: MemberRequest) -> int | None:
+    """The page the reader moved to (``?page=``), else None: the cited pages."""
+    raw = request.GET.get("page", "")
+    return int(raw) if raw.isdigit() and 0 < int(raw) < 100_000 else None
+
+
+@member_required
+@require_GET
+def source_crop(request: MemberRequest, query_id: str, quoted_as: str) -> HttpResponse:
+    """The highlighted band of a PDF page for one claim of ``[n]`` (``?claim=`` its
+    segment; the first claim when absent): the ``[n]`` previews and the phone viewer."""
+    execution = selectors.query_of_user(
+        organization=request.organization, user=request.user, query_id=query_id
+    )
+    quoted = selectors.quoted_source_of(execution=execution, quoted_as=quoted_as)
+    claims = quoted.claims.order_by("segment")
+    raw = request.GET.get("claim", "")
+    if raw.isdigit():
+        claims = claims.filter(segment=int(raw))
+    ranges = [(c.source_start, c.source_end) for c in claims]
+    if not ranges:
+        raise Http404("no such claim")
+    etag = quote_etag(f"{quoted.file.sha256}-{quoted.pk}-{raw}-{RENDER_DPI}")
+    if request.headers.get("If-None-Match") == etag:
+        return HttpResponse(status=304, headers={"ETag": etag})
+    response = HttpResponse(
+        highlight_crop(chunk=quoted.chunk, claims=ranges), content_type="image/png"
+    )
+    response["Cache-Control"] = "private, max-age=86400, immutable"  # evidence never changes
+    response["ETag"] = etag
+    return response
 
 
 @member_required
@@ -99,9 +218,12 @@ def hit(request: MemberRequest, query_id: str, k_pos: int) -> HttpResponse:
         "hit": retrieved,
         "claims": [],
         "state": selectors.document_states([retrieved.file])[retrieved.file_id],
-        "passage": marked(retrieved.chunk.chunk_text, [], for_reading=True),
+        "passage": passage_html(retrieved.chunk.chunk_text, []),
         "view": source_view(
-            chunk=retrieved.chunk, claims=[], whole=request.GET.get("lines") == "all"
+            chunk=retrieved.chunk,
+            claims=[],
+            whole=request.GET.get("lines") == "all",
+            page=_page_asked(request),
         ),
     }
     return render(request, "web/source.html", context)

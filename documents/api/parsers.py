@@ -16,10 +16,10 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import DataAndFiles, JSONParser, MultiPartParser, get_encoding
 from rest_framework.utils import json
 
-from documents.api.errors import ApiError
+from core.errors import ApiError
 from documents.json_limits import MAX_BODY_DEPTH, JsonTooDeep, json_loads_bounded
 from documents.storable_text import first_unstorable
-from documents.uploads import UploadRejected, filename_sanitize
+from documents.uploads import filename_sanitize
 
 
 class _RawNameParser(DjangoMultiPartParser):
@@ -30,20 +30,16 @@ class _RawNameParser(DjangoMultiPartParser):
 class RawNameMultiPartParser(MultiPartParser):
     """DRF's multipart parser, keeping raw file names for validation."""
 
-    def parse(self, stream, media_type=None, parser_context=None):  # noqa: ANN001, ANN201
+    def parse(self, stream, media_type=None, parser_context=None):
         parser_context = parser_context or {}
         request = parser_context["request"]
         encoding = parser_context.get("encoding", "utf-8")
         meta = request.META.copy()
         meta["CONTENT_TYPE"] = media_type
-        try:
+        try:  # a refused name (UploadRejected) answers as any refusal does: core.errors
             parser = _RawNameParser(meta, stream, request.upload_handlers, encoding)
             data, files = parser.parse()
             return DataAndFiles(data, files)
-        except UploadRejected as exc:
-            raise ApiError(
-                exc.message, code=exc.code, status_code=exc.status, param="file"
-            ) from exc
         except MultiPartParserError as exc:
             raise ParseError(f"Multipart form parse error - {exc}") from exc
 
@@ -55,7 +51,7 @@ class StorableJSONParser(JSONParser):
     decoded: the decoder would recurse), and text PostgreSQL cannot store with 400
     ``unstorable_text`` naming the field (see ``storable_text``)."""
 
-    def parse(self, stream, media_type=None, parser_context=None):  # noqa: ANN001, ANN201
+    def parse(self, stream, media_type=None, parser_context=None):
         raw = _read_bounded(stream, settings.PROVENANCE_MAX_JSON_BODY_BYTES)
         try:
             text = raw.decode(get_encoding(parser_context or {}))
@@ -71,7 +67,7 @@ class StorableJSONParser(JSONParser):
         return data
 
 
-def _read_bounded(stream, limit: int) -> bytes:  # noqa: ANN001
+def _read_bounded(stream, limit: int) -> bytes:
     """The body's bytes, or 413 once more than ``limit`` arrive (the rest unread)."""
     raw = stream.read(limit + 1) if stream is not None else b""
     if len(raw) > limit:

@@ -1,16 +1,19 @@
-"""Input and output shapes of the document endpoints."""
+"""Input and output shapes of the document endpoints, and the builders of the outputs."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.request import Request
 
-from documents.api.errors import ApiError
-from documents.models import Chunk, File, Location
+from core.errors import ApiError
+from documents.models import Chunk, DocumentMarkdown, File, FileStatus, Location
+from documents.uploads import UploadResult
 
 
 @extend_schema_field(OpenApiTypes.BINARY)
@@ -86,6 +89,13 @@ class FileCancelInput(serializers.Serializer):
         raise ApiError("'reason' must be a string", code="invalid_reason", param="reason")
 
 
+# The declared shapes below document the builders' dicts in the OpenAPI schema;
+# tests/citations/test_openapi.py checks real responses against them, so they cannot drift.
+# Their arguments (lengths, ranges, ``required``) are the model fields' own.
+
+UINT_MAX = 2147483647  # the upper end of a PositiveIntegerField (PostgreSQL integer)
+
+
 class FileMarkdownOutput(serializers.Serializer):
     """The file revision's ingested Markdown: every location indexes into it."""
 
@@ -101,60 +111,32 @@ class FileMarkdownOutput(serializers.Serializer):
     chunk_ids = serializers.ListField(child=serializers.UUIDField(), help_text="in order")
 
 
-class FileOutput(serializers.ModelSerializer):
-    file_id = serializers.UUIDField(source="id")
-    data_source = serializers.CharField(source="data_source.name")
-    data_source_id = serializers.UUIDField()
-    database_id = serializers.UUIDField(source="data_source.vector_database_id")
-    stage = serializers.CharField(source="status")
-    progress = serializers.SerializerMethodField()
+class FileOutput(serializers.Serializer):
+    file_id = serializers.UUIDField()
+    name = serializers.CharField(max_length=255)
+    kind = serializers.CharField(max_length=20)
+    content_type = serializers.CharField(max_length=120)
+    size = serializers.BigIntegerField(min_value=-(2**63), max_value=2**63 - 1)
+    sha256 = serializers.CharField(max_length=64)
+    revision = serializers.IntegerField(required=False, min_value=0, max_value=UINT_MAX)
     is_current = serializers.BooleanField(
         help_text="answers are drawn from this revision: ready, not superseded, not deleted"
     )
-    status_url = serializers.SerializerMethodField()
-    content_url = serializers.SerializerMethodField()
-
-    class Meta:
-        model = File
-        fields = [
-            "file_id",
-            "name",
-            "kind",
-            "content_type",
-            "size",
-            "sha256",
-            "revision",
-            "is_current",
-            "superseded_at",
-            "status",
-            "stage",
-            "progress",
-            "error_message",
-            "data_source",
-            "data_source_id",
-            "database_id",
-            "created_at",
-            "updated_at",
-            "ready_at",
-            "status_url",
-            "content_url",
-            "deleted_at",
-            "deletion_reason",
-        ]
-
-    def get_progress(self, obj: File) -> dict:
-        return {"done": obj.progress_done, "total": obj.progress_total}
-
-    def get_status_url(self, obj: File) -> str:
-        return self._absolute(reverse("file-detail", args=[obj.pk]))
-
-    def get_content_url(self, obj: File) -> str:
-        return self._absolute(reverse("file-content", args=[obj.pk]))
-
-    def _absolute(self, path: str) -> str:
-        """Absolute like every other URL the API returns, when serving a request."""
-        request = self.context.get("request")
-        return request.build_absolute_uri(path) if request is not None else path
+    superseded_at = serializers.DateTimeField(allow_null=True, required=False)
+    status = serializers.ChoiceField(choices=FileStatus.choices, required=False)
+    stage = serializers.CharField()
+    progress = serializers.DictField(read_only=True)
+    error_message = serializers.CharField(allow_blank=True, required=False)
+    data_source = serializers.CharField()
+    data_source_id = serializers.UUIDField()
+    database_id = serializers.UUIDField()
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+    ready_at = serializers.DateTimeField(allow_null=True, required=False)
+    status_url = serializers.CharField(read_only=True)
+    content_url = serializers.CharField(read_only=True)
+    deleted_at = serializers.DateTimeField(allow_null=True, required=False)
+    deletion_reason = serializers.CharField(allow_blank=True, required=False)
 
 
 class FileUploadOutput(FileOutput):
@@ -162,40 +144,109 @@ class FileUploadOutput(FileOutput):
         help_text="true when the name's current revision already has these exact bytes"
     )
 
-    class Meta(FileOutput.Meta):
-        fields = [*FileOutput.Meta.fields, "duplicate"]
+
+class LocationOutput(serializers.Serializer):
+    line_number_start = serializers.IntegerField(min_value=0, max_value=UINT_MAX)
+    line_number_end = serializers.IntegerField(min_value=0, max_value=UINT_MAX)
+    char_start = serializers.IntegerField(min_value=0, max_value=UINT_MAX)
+    char_end = serializers.IntegerField(min_value=0, max_value=UINT_MAX)
+    hierarchy = serializers.JSONField(required=False)
+    page_number = serializers.IntegerField(
+        allow_null=True, required=False, min_value=0, max_value=UINT_MAX
+    )
+    boxes = serializers.JSONField(required=False)
 
 
-class LocationOutput(serializers.ModelSerializer):
-    class Meta:
-        model = Location
-        fields = [
-            "line_number_start",
-            "line_number_end",
-            "char_start",
-            "char_end",
-            "hierarchy",
-            "page_number",
-            "boxes",
-        ]
-
-
-class ChunkOutput(serializers.ModelSerializer):
-    chunk_id = serializers.UUIDField(source="id")
+class ChunkOutput(serializers.Serializer):
+    chunk_id = serializers.UUIDField()
     file_id = serializers.UUIDField()
-    database_id = serializers.UUIDField(source="vector_database_id")
+    database_id = serializers.UUIDField()
+    chunk_text = serializers.CharField()
     locations = LocationOutput(many=True)
+    position = serializers.IntegerField(min_value=0, max_value=UINT_MAX)
+    section = serializers.CharField(allow_blank=True, required=False)
+    token_count = serializers.IntegerField(min_value=0, max_value=UINT_MAX)
+    content_hash = serializers.CharField(max_length=64)
 
-    class Meta:
-        model = Chunk
-        fields = [
-            "chunk_id",
-            "file_id",
-            "database_id",
-            "chunk_text",
-            "locations",
-            "position",
-            "section",
-            "token_count",
-            "content_hash",
-        ]
+
+def _absolute(request: Request, name: str, *args: object) -> str:
+    """Absolute like every other URL the API returns."""
+    return request.build_absolute_uri(reverse(name, args=args))
+
+
+def file_output(record: File, request: Request) -> dict[str, Any]:
+    """One file revision: metadata, stage, progress and where to follow it."""
+    return {
+        "file_id": str(record.pk),
+        "name": record.name,
+        "kind": record.kind,
+        "content_type": record.content_type,
+        "size": record.size,
+        "sha256": record.sha256,
+        "revision": record.revision,
+        "is_current": record.is_current,
+        "superseded_at": record.superseded_at,
+        "status": record.status,
+        "stage": record.status,
+        "progress": {"done": record.progress_done, "total": record.progress_total},
+        "error_message": record.error_message,
+        "data_source": record.data_source.name,
+        "data_source_id": str(record.data_source_id),
+        "database_id": str(record.data_source.vector_database_id),
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "ready_at": record.ready_at,
+        "status_url": _absolute(request, "file-detail", record.pk),
+        "content_url": _absolute(request, "file-content", record.pk),
+        "deleted_at": record.deleted_at,
+        "deletion_reason": record.deletion_reason,
+    }
+
+
+def file_upload_output(result: UploadResult, request: Request) -> dict[str, Any]:
+    """The uploaded (or already present) revision, and whether it was already there."""
+    return file_output(result.file, request) | {"duplicate": result.duplicate}
+
+
+def file_markdown_output(
+    record: File, markdown: DocumentMarkdown, chunk_ids: list[uuid.UUID]
+) -> dict[str, Any]:
+    return {
+        "file_id": str(record.pk),
+        "revision": record.revision,
+        "database_id": str(record.data_source.vector_database_id),
+        "converter": markdown.converter,
+        "converter_version": markdown.converter_version,
+        "markdown_sha256": markdown.sha256,
+        "page_count": markdown.page_count,
+        "front_matter": markdown.front_matter,
+        "markdown": markdown.markdown,
+        "chunk_ids": [str(pk) for pk in chunk_ids],
+    }
+
+
+def _location_output(location: Location) -> dict[str, Any]:
+    return {
+        "line_number_start": location.line_number_start,
+        "line_number_end": location.line_number_end,
+        "char_start": location.char_start,
+        "char_end": location.char_end,
+        "hierarchy": location.hierarchy,
+        "page_number": location.page_number,
+        "boxes": location.boxes,
+    }
+
+
+def chunk_output(chunk: Chunk) -> dict[str, Any]:
+    """A chunk's provenance: its file, text and Markdown locations (in their order)."""
+    return {
+        "chunk_id": str(chunk.pk),
+        "file_id": str(chunk.file_id),
+        "database_id": str(chunk.vector_database_id),
+        "chunk_text": chunk.chunk_text,
+        "locations": [_location_output(location) for location in chunk.locations.all()],
+        "position": chunk.position,
+        "section": chunk.section,
+        "token_count": chunk.token_count,
+        "content_hash": chunk.content_hash,
+    }

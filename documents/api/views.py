@@ -10,9 +10,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.events import client_address, document_event_record
+from audit.events import document_event_record
+from core.caller import Caller
+from core.errors import ApiError, error_responses
+from core.tenancy import organization_of
 from documents import ingestion, selectors
-from documents.api.errors import ApiError, error_responses
 from documents.api.parsers import RawNameMultiPartParser
 from documents.api.serializers import (
     ChunkOutput,
@@ -22,11 +24,14 @@ from documents.api.serializers import (
     FileOutput,
     FileUploadInput,
     FileUploadOutput,
+    chunk_output,
+    file_markdown_output,
+    file_output,
+    file_upload_output,
 )
 from documents.downloads import original_download
-from documents.models import ApiKey, FileStatus
-from documents.tenancy import organization_of
-from documents.uploads import UploadRejected, data_source_for, file_upload
+from documents.models import FileStatus
+from documents.uploads import data_source_for, file_upload
 
 
 class FileUploadView(APIView):
@@ -45,26 +50,19 @@ class FileUploadView(APIView):
     def post(self, request: Request) -> Response:
         form = FileUploadInput(data=request.data)
         form.is_valid(raise_exception=True)
-        upload = form.validated_data["file"]
-        try:
-            source = data_source_for(
-                organization=organization_of(request), name=form.validated_data["data_source"]
-            )
-            result = file_upload(
-                data_source=source,
-                name=upload.name,
-                stream=upload,
-                uploaded_by=request.user,
-                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-                origin=client_address(request),
-            )
-        except UploadRejected as exc:
-            raise ApiError(
-                exc.message, code=exc.code, status_code=exc.status, param=exc.param
-            ) from exc
-        body = FileOutput(result.file, context={"request": request}).data | {
-            "duplicate": result.duplicate
-        }
+        upload, caller = form.validated_data["file"], Caller.from_request(request)
+        source = data_source_for(
+            organization=caller.organization, name=form.validated_data["data_source"]
+        )
+        result = file_upload(
+            data_source=source,
+            name=upload.name,
+            stream=upload,
+            uploaded_by=caller.user,
+            api_key=caller.api_key,
+            origin=caller.origin,
+        )
+        body = file_upload_output(result, request)
         code = status.HTTP_200_OK if result.duplicate else status.HTTP_202_ACCEPTED
         return Response(body, status=code, headers={"Location": body["status_url"]})
 
@@ -75,7 +73,7 @@ class FileDetailView(APIView):
     @extend_schema(responses={200: FileOutput, **error_responses(404)})
     def get(self, request: Request, file_id: str) -> Response:
         record = selectors.file_get(organization=organization_of(request), file_id=file_id)
-        return Response(FileOutput(record, context={"request": request}).data)
+        return Response(file_output(record, request))
 
     @extend_schema(
         request=FileDeleteInput,
@@ -83,20 +81,21 @@ class FileDetailView(APIView):
     )
     def delete(self, request: Request, file_id: str) -> Response:
         """Hide the document from retrieval (all revisions); evidence and bytes stay."""
-        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        caller = Caller.from_request(request)
+        record = selectors.file_get(organization=caller.organization, file_id=file_id)
         reason = FileDeleteInput.reason_from(request.data)
         try:
             ingestion.file_delete(
                 file=record,
                 reason=reason,
-                user=request.user,
-                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-                origin=client_address(request),
+                user=caller.user,
+                api_key=caller.api_key,
+                origin=caller.origin,
             )
         except ingestion.AlreadyDeleted as exc:
             raise ApiError(str(exc), code="already_deleted", status_code=409) from exc
         record.refresh_from_db()
-        return Response(FileOutput(record, context={"request": request}).data)
+        return Response(file_output(record, request))
 
 
 class FileCancelView(APIView):
@@ -109,20 +108,21 @@ class FileCancelView(APIView):
     def post(self, request: Request, file_id: str) -> Response:
         """The file ends ``failed`` with "cancelled by …" (a file being converted again:
         ``ready`` on its previous conversion); 409 when it is not being ingested."""
-        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        caller = Caller.from_request(request)
+        record = selectors.file_get(organization=caller.organization, file_id=file_id)
         reason = FileCancelInput.reason_from(request.data)
         try:
             ingestion.file_cancel(
                 file=record,
-                user=request.user,
-                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-                origin=client_address(request),
+                user=caller.user,
+                api_key=caller.api_key,
+                origin=caller.origin,
                 reason=reason,
             )
         except ingestion.NotCancellable as exc:
             raise ApiError(str(exc), code="not_in_progress", status_code=409) from exc
         record.refresh_from_db()
-        return Response(FileOutput(record, context={"request": request}).data)
+        return Response(file_output(record, request))
 
 
 class FileContentView(APIView):
@@ -137,13 +137,14 @@ class FileContentView(APIView):
         }
     )
     def get(self, request: Request, file_id: str) -> FileResponse:
-        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        caller = Caller.from_request(request)
+        record = selectors.file_get(organization=caller.organization, file_id=file_id)
         document_event_record(
             kind="download",
             file=record,
-            user=request.user,
-            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-            origin=client_address(request),
+            user=caller.user,
+            api_key=caller.api_key,
+            origin=caller.origin,
         )
         return original_download(record)
 
@@ -167,21 +168,8 @@ class FileMarkdownView(APIView):
                 code="not_ready",
                 status_code=409,
             )
-        chunk_ids = list(markdown.chunks.order_by("position").values_list("id", flat=True))
-        return Response(
-            {
-                "file_id": str(record.pk),
-                "revision": record.revision,
-                "database_id": str(record.data_source.vector_database_id),
-                "converter": markdown.converter,
-                "converter_version": markdown.converter_version,
-                "markdown_sha256": markdown.sha256,
-                "page_count": markdown.page_count,
-                "front_matter": markdown.front_matter,
-                "markdown": markdown.markdown,
-                "chunk_ids": [str(pk) for pk in chunk_ids],
-            }
-        )
+        chunk_ids = selectors.chunk_ids_of(markdown=markdown)
+        return Response(file_markdown_output(record, markdown, chunk_ids))
 
 
 class ChunkDetailView(APIView):
@@ -192,4 +180,4 @@ class ChunkDetailView(APIView):
         chunk = selectors.chunk_get(
             organization=organization_of(request), database_id=database_id, chunk_id=chunk_id
         )
-        return Response(ChunkOutput(chunk).data)
+        return Response(chunk_output(chunk))

@@ -151,8 +151,8 @@ def _reply_parents(
     by_paragraph: dict[str, str] = {}
     for comment_id, comment in comments.items():
         paragraphs = [el for el in comment.iter() if _local(el) == "p"]
-        if paragraphs and _attr(paragraphs[-1], "paraId"):
-            by_paragraph[_attr(paragraphs[-1], "paraId")] = comment_id
+        if paragraphs and (paragraph_id := _attr(paragraphs[-1], "paraId")):
+            by_paragraph[paragraph_id] = comment_id
     parents: dict[str, str] = {}
     for entry in threads.iter():
         if _local(entry) != "commentEx":

@@ -26,7 +26,7 @@ _TOKEN = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 def english_words() -> frozenset[str]:
     """pyspellchecker's English word list, read once per process and only when a
     document leaves a line-end hyphen undecided. Read from the package's data file
-    (0.1 s) rather than through ``SpellChecker``, which also indexes it (0.2 s)."""
+    rather than through ``SpellChecker``, which also indexes it and so takes longer."""
     words = resources.files("spellchecker") / "resources" / "en.json.gz"
     return frozenset(json.loads(gzip.decompress(words.read_bytes())))
 

@@ -11,11 +11,15 @@ have passed ``zipguard`` (no DTD, no entities) before anything here parses them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lxml import etree
 
 from documents.converters._ooxml import local_name as _local
 from documents.converters.zipguard import declarations_refuse
+
+if TYPE_CHECKING:
+    from pptx.opc.package import Part
 
 _COMMENTS = (
     "http://schemas.openxmlformats.org/officeDocument/2006/relationships/comments",
@@ -41,7 +45,7 @@ def _children(element: etree._Element, name: str) -> list[etree._Element]:
 
 
 def _related_blobs(
-    part: object, reltypes: tuple[str, ...], seen: set[str] | None = None
+    part: Part, reltypes: tuple[str, ...], seen: set[str] | None = None
 ) -> list[bytes]:
     """The related parts' bytes, each part once per ``seen`` (several slides may point
     at one comments part); a part declaring a DTD refuses the file, as ``zipguard``
@@ -61,7 +65,7 @@ def _related_blobs(
     return blobs
 
 
-def comment_authors(presentation_part: object) -> dict[str, str]:
+def comment_authors(presentation_part: Part) -> dict[str, str]:
     """Author id → ``Name (initials)`` from both kinds of author lists."""
     authors: dict[str, str] = {}
     for blob in _related_blobs(presentation_part, _AUTHORS):
@@ -91,9 +95,7 @@ def _text(comment: etree._Element) -> str:
     return " ".join(paragraphs)
 
 
-def slide_comments(
-    slide_part: object, authors: dict[str, str], seen: set[str]
-) -> list[SlideComment]:
+def slide_comments(slide_part: Part, authors: dict[str, str], seen: set[str]) -> list[SlideComment]:
     """The slide's comments in stored order; a modern comment's replies follow it.
     Comments parts already in ``seen`` (read for an earlier slide) are skipped."""
     found: list[SlideComment] = []

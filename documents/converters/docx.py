@@ -100,44 +100,57 @@ class _Walker:
     def _collect(self, el: etree._Element, para: _Para) -> None:
         for c in el:
             name = _local(c)
-            if name == "t":
-                self._text(para, c.text or "")
-                self.notes.anchor_text(c.text or "", self.page)
-            elif name in ("oMath", "oMathPara") and is_math(c):  # its layout as marks
-                equation = equation_markdown(c)
-                self._text(para, equation)
-                self.notes.anchor_text(equation, self.page)
-            elif name in ("footnoteReference", "endnoteReference"):
-                label = self.notes.note(name.removesuffix("Reference"), _attr(c, "id"), self.page)
-                if label:
-                    self._text(para, f"[^{label}]")
-            elif name == "commentReference":
-                self.notes.comment(_attr(c, "id"), self.page)
-            elif name in ("commentRangeStart", "commentRangeEnd"):
-                self._comment_range(c)
-            elif name == "tab":
-                self._text(para, " ")
-            elif name == "br" and _attr(c, "type") == "page":
-                if self.rendered:
-                    self._text(para, " ")  # Word's rendered breaks say where pages end
-                else:
-                    self._break(para)
-            elif name in ("br", "cr"):  # a line break inside the paragraph: a line of its own
-                para.segments.append((self.page, ""))
-            elif name == "lastRenderedPageBreak" and self.rendered:
-                self._break(para)
-            elif name == "hyperlink" and self.links.get(_attr(c, "id") or ""):
-                self._link(c, para, self.links[_attr(c, "id") or ""])
-            elif name == "txbxContent":
-                para.boxes.append(c)
-            elif name in ("Fallback", "del", "instrText", "delInstrText", "pPr", "rPr"):
-                continue  # duplicate VML copy, deleted text, field codes, properties
-            elif name == "docPr":
-                alt = (_attr(c, "descr") or "").strip()
-                if alt:
-                    self._text(para, f" {markdown_image(alt, _attr(c, 'name') or '')} ")
-            else:
+            if not self._inline(c, name, para) and not self._attached(c, name, para):
                 self._collect(c, para)
+
+    def _inline(self, c: etree._Element, name: str, para: _Para) -> bool:
+        """Text, equations, tabs and breaks; False for any other element."""
+        if name == "t":
+            self._text(para, c.text or "")
+            self.notes.anchor_text(c.text or "", self.page)
+        elif name in ("oMath", "oMathPara") and is_math(c):  # its layout as marks
+            equation = equation_markdown(c)
+            self._text(para, equation)
+            self.notes.anchor_text(equation, self.page)
+        elif name == "tab":
+            self._text(para, " ")
+        elif name == "br" and _attr(c, "type") == "page":
+            if self.rendered:
+                self._text(para, " ")  # Word's rendered breaks say where pages end
+            else:
+                self._break(para)
+        elif name in ("br", "cr"):  # a line break inside the paragraph: a line of its own
+            para.segments.append((self.page, ""))
+        elif name == "lastRenderedPageBreak" and self.rendered:
+            self._break(para)
+        else:
+            return False
+        return True
+
+    def _attached(self, c: etree._Element, name: str, para: _Para) -> bool:
+        """Notes, comments, links, text boxes, alt text, and what is no text; False for
+        any other element."""
+        if name in ("footnoteReference", "endnoteReference"):
+            label = self.notes.note(name.removesuffix("Reference"), _attr(c, "id"), self.page)
+            if label:
+                self._text(para, f"[^{label}]")
+        elif name == "commentReference":
+            self.notes.comment(_attr(c, "id"), self.page)
+        elif name in ("commentRangeStart", "commentRangeEnd"):
+            self._comment_range(c)
+        elif name == "hyperlink" and self.links.get(_attr(c, "id") or ""):
+            self._link(c, para, self.links[_attr(c, "id") or ""])
+        elif name == "txbxContent":
+            para.boxes.append(c)
+        elif name in ("Fallback", "del", "instrText", "delInstrText", "pPr", "rPr"):
+            pass  # duplicate VML copy, deleted text, field codes, properties
+        elif name == "docPr":
+            alt = (_attr(c, "descr") or "").strip()
+            if alt:
+                self._text(para, f" {markdown_image(alt, _attr(c, 'name') or '')} ")
+        else:
+            return False
+        return True
 
     def _link(self, link: etree._Element, para: _Para, url: str) -> None:
         """The link's text as ``[text](url)``; a rendered page break inside it puts
@@ -196,8 +209,8 @@ class _Walker:
         if num is not None and _attr(_child(num, "numId"), "val") == "0":
             return 0, None
         if num is not None or "list" in name.lower():
-            level = _attr(_child(num, "ilvl"), "val") if num is not None else "0"
-            indent = "  " * (int(level) if level and level.isdigit() else 0)
+            ilvl = _attr(_child(num, "ilvl"), "val") if num is not None else "0"
+            indent = "  " * (int(ilvl) if ilvl and ilvl.isdigit() else 0)
             return 0, indent + ("1. " if "number" in name.lower() else "- ")
         return 0, None
 
@@ -341,9 +354,9 @@ def _styles(archive: zipfile.ZipFile, main: str) -> dict[str, str]:
     return styles
 
 
-def _core(archive: zipfile.ZipFile) -> dict[str, str]:
+def _core(archive: zipfile.ZipFile) -> dict[str, object]:
     root = _xml(archive, "docProps/core.xml")
-    meta: dict[str, str] = {}
+    meta: dict[str, object] = {}
     for el in root if root is not None else []:
         if (
             _local(el) in ("title", "creator", "subject", "lastModifiedBy")
@@ -357,13 +370,8 @@ class DocxConverter:
     """DOCX to Markdown; hostile archives are refused by ``zipguard`` before parsing."""
 
     name = "docx-markdown"
-    # 1.1: merged cells' text in every grid cell they cover; 1.2: footnotes, endnotes
-    # and reviewer comments in their own sections, headings nested below a Title;
-    # 1.3: equations in linear notation between $ (inline) or $$ (displayed), list items
-    # and numbered headings with the numbers Word shows, hyperlinks as [text](address);
-    # 1.4: a link cut by a rendered page break is one link over its two lines, a line
-    # break (w:br, w:cr) inside a paragraph starts a line of its own, a picture's name is
-    # cut to word characters as PPTX's are (a space made the image Markdown plain text)
+    # raised whenever the Markdown it writes changes, so `reconvert` finds the files an
+    # older version made; what each version changed: docs/conversion.md, "Changes"
     version = "1.4.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

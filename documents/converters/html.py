@@ -192,8 +192,8 @@ class HtmlConverter:
     """HTML to Markdown; raises ``ConversionError`` for files without readable text."""
 
     name = "html-markdown"
-    # 1.1: <br> line breaks, <pre> fenced blocks; 1.2: a text line opening a code fence
-    # or an HTML block is escaped
+    # raised whenever the Markdown it writes changes, so `reconvert` finds the files an
+    # older version made; what each version changed: docs/conversion.md, "Changes"
     version = "1.2.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
@@ -35,20 +37,29 @@ from documents.converters._pptx_comments import (
 from documents.converters.base import Conversion, ConversionError, ProgressReport
 from documents.converters.zipguard import check_zip
 
+if TYPE_CHECKING:
+    from lxml.etree import _Element
+    from pptx.chart.chart import Chart
+    from pptx.table import Table
+    from pptx.text.text import TextFrame, _Paragraph
+
 log = logging.getLogger(__name__)
 _TITLES = (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VERTICAL_TITLE)
 # content placeholders: their paragraphs inherit the master's bullets unless told otherwise
 _BULLETED = (PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT, PP_PLACEHOLDER.VERTICAL_BODY)
+# python-pptx's shape classes share no base declaring what is read here (text_frame,
+# table, chart, shapes, image…): a shape is read by duck typing, every access guarded
+Shape = Any
 
 
-def _is_title(shape: object) -> bool:
+def _is_title(shape: Shape) -> bool:
     try:
         return shape.is_placeholder and shape.placeholder_format.type in _TITLES
     except Exception:
         return False
 
 
-def _position(shape: object) -> tuple[int, int]:
+def _position(shape: Shape) -> tuple[int, int]:
     try:
         return (shape.top or 0, shape.left or 0)
     except Exception:
@@ -60,7 +71,7 @@ def _plain(text: str) -> str:
     return clean_inline(text.replace("\v", " "))
 
 
-def _bullet_of(element: object) -> bool | None:
+def _bullet_of(element: _Element | None) -> bool | None:
     """True for ``a:buChar``/``a:buAutoNum``, False for ``a:buNone``, None if not set."""
     if element is None:
         return None
@@ -74,7 +85,7 @@ def _bullet_of(element: object) -> bool | None:
     return None
 
 
-def _first_level_bullet(element: object) -> bool | None:
+def _first_level_bullet(element: _Element) -> bool | None:
     """The bullet setting of the first ``a:lvl1pPr`` under ``element`` (a list style)."""
     for level in element.iter():
         if isinstance(level.tag, str) and level.tag.endswith("}lvl1pPr"):
@@ -82,7 +93,7 @@ def _first_level_bullet(element: object) -> bool | None:
     return None
 
 
-def _inherits_bullets(shape: object) -> bool:
+def _inherits_bullets(shape: Shape) -> bool:
     """A content placeholder whose own list style, or else its layout's, does not
     turn the master's bullets off."""
     try:
@@ -98,7 +109,7 @@ def _inherits_bullets(shape: object) -> bool:
         return False
 
 
-def _linked_text(paragraph: object) -> str:
+def _linked_text(paragraph: _Paragraph) -> str:
     """The paragraph's text with each hyperlinked run as ``[text](address)``; the
     runs are found in order in the paragraph's text, which also holds line breaks
     and fields that are no runs."""
@@ -118,7 +129,7 @@ def _linked_text(paragraph: object) -> str:
 
 
 def _text_frame(
-    md: MarkdownBuilder, frame: object, slide_no: int, *, bulleted: bool = False
+    md: MarkdownBuilder, frame: TextFrame, slide_no: int, *, bulleted: bool = False
 ) -> None:
     previous_was_item = False
     for paragraph in frame.paragraphs:
@@ -152,14 +163,14 @@ def _comments(md: MarkdownBuilder, comments: list[SlideComment], slide_no: int) 
     md.blank(slide_no)
 
 
-def _table(md: MarkdownBuilder, table: object, slide_no: int) -> None:
+def _table(md: MarkdownBuilder, table: Table, slide_no: int) -> None:
     rows = [[cell.text for cell in row.cells] for row in table.rows]
     for line in table_lines(rows):
         md.line(line, slide_no)
     md.blank(slide_no)
 
 
-def _chart(md: MarkdownBuilder, chart: object, slide_no: int) -> None:
+def _chart(md: MarkdownBuilder, chart: Chart, slide_no: int) -> None:
     if chart.has_title and chart.chart_title.has_text_frame:
         title = clean_inline(chart.chart_title.text_frame.text)
         if title:
@@ -179,7 +190,7 @@ def _chart(md: MarkdownBuilder, chart: object, slide_no: int) -> None:
     md.blank(slide_no)
 
 
-def _picture(md: MarkdownBuilder, shape: object, slide_no: int) -> None:
+def _picture(md: MarkdownBuilder, shape: Shape, slide_no: int) -> None:
     element = shape._element
     alt = ""
     for el in element.iter():
@@ -196,7 +207,9 @@ def _picture(md: MarkdownBuilder, shape: object, slide_no: int) -> None:
         md.blank(slide_no)
 
 
-def _shapes(md: MarkdownBuilder, shapes: object, slide_no: int, skip: object = None) -> None:
+def _shapes(
+    md: MarkdownBuilder, shapes: Iterable[Shape], slide_no: int, skip: Shape | None = None
+) -> None:
     for shape in sorted(shapes, key=_position):
         if shape is skip or (
             skip is not None and getattr(shape, "shape_id", None) == skip.shape_id
@@ -223,9 +236,8 @@ class PptxConverter:
     """PPTX to Markdown; hostile archives are refused by ``zipguard`` before parsing."""
 
     name = "pptx-markdown"
-    # 1.1: paragraphs, inherited bullets, line breaks, comments; 1.2: hidden slides marked;
-    # 1.3: hyperlinks as [text](address); 1.4: brackets in a picture's description escaped,
-    # a text line opening a code fence or an HTML block escaped
+    # raised whenever the Markdown it writes changes, so `reconvert` finds the files an
+    # older version made; what each version changed: docs/conversion.md, "Changes"
     version = "1.4.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, cast
 
 from documents.converters.base import Conversion, ConversionError, ProgressReport
 
@@ -73,11 +74,10 @@ def convert_isolated(
     """Convert in a child process; any failure is a ``ConversionError`` with a readable
     reason. ``progress(done, total)`` hears the child's page count every ``poll_s``
     seconds while it changes, on this thread."""
-    return Conversion.from_json(
-        _run_child(
-            data, kind, timeout_s=timeout_s, memory_mb=memory_mb, progress=progress, poll_s=poll_s
-        )
+    answer = _run_child(
+        data, kind, timeout_s=timeout_s, memory_mb=memory_mb, progress=progress, poll_s=poll_s
     )
+    return Conversion.from_json(cast(dict[str, Any], answer))  # a conversion's JSON
 
 
 def pdf_words_isolated(data: bytes, *, timeout_s: float = 120, memory_mb: int = 2048) -> bytes:
@@ -86,7 +86,7 @@ def pdf_words_isolated(data: bytes, *, timeout_s: float = 120, memory_mb: int = 
     (``word_boxes.words_pack``: kept as they are between ingestion stages, unpacked
     where used). Any failure is a ``ConversionError``."""
     packed = _run_child(data, PDF_WORDS, timeout_s=timeout_s, memory_mb=memory_mb)
-    return base64.b64decode(packed)
+    return base64.b64decode(cast(str, packed))  # the packed words, base64
 
 
 def _run_child(
@@ -223,7 +223,9 @@ def _child(kind: str, src: str, out: str, pages: str | None = None) -> int:
         if kind == PDF_WORDS:
             from documents.word_boxes import pdf_page_words, words_pack
 
-            payload = {"ok": base64.b64encode(words_pack(pdf_page_words(data))).decode("ascii")}
+            payload: dict[str, object] = {
+                "ok": base64.b64encode(words_pack(pdf_page_words(data))).decode("ascii")
+            }
         else:
             progress = _progress_writer(pages) if pages else None
             payload = {"ok": converter_for(kind).convert(data, progress).to_json()}

@@ -11,20 +11,22 @@ from collections.abc import Callable
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import render
 
+from core.tenancy import organization_of
 from documents.models import Organization
-from documents.tenancy import organization_of
 
 
 class MemberRequest(HttpRequest):
     """A request whose user belongs to ``organization`` (set by :func:`member_required`)."""
 
     organization: Organization
+    user: User  # signed in: member_required lets no one else through
 
 
-View = Callable[..., HttpResponse]
+View = Callable[..., HttpResponseBase]
 
 
 def member_required(view: View) -> View:
@@ -32,7 +34,7 @@ def member_required(view: View) -> View:
 
     @login_required
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponseBase:
         organization = organization_of(request)
         if organization is None:
             return render(request, "web/no_organization.html", status=403)

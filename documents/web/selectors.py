@@ -28,7 +28,7 @@ def library_page(*, organization: Organization, number: str | int | None) -> Pag
         .select_related("data_source", "uploaded_by")
         .order_by("-created_at", "name", "-revision")
     )
-    page = Paginator(files, FILES_PER_PAGE).get_page(number)
+    page: Page = Paginator(files, FILES_PER_PAGE).get_page(number)  # its Files become FileRows
     page.object_list = [FileRow(f, file_progress(f), retry_can_help(f)) for f in page.object_list]
     return page
 

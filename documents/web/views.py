@@ -54,7 +54,7 @@ def _upload(request: MemberRequest) -> HttpResponse:
     for upload in uploads:
         try:
             result = file_upload(
-                data_source=source, name=upload.name, stream=upload, uploaded_by=request.user
+                data_source=source, name=upload.name or "", stream=upload, uploaded_by=request.user
             )
         except UploadRejected as exc:
             messages.error(request, f"{upload.name} was not uploaded: {exc.message}.")

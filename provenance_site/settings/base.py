@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "core",
     "documents",
     "retrieval",
     "citations",
@@ -80,7 +81,7 @@ EMBEDDED_DATABASE_USER = env_str("PROVENANCE_DB_USER", "")
 DATABASE_CONN_MAX_AGE = env_int("PROVENANCE_DB_CONN_MAX_AGE", 60, minimum=0)
 
 
-def database_config(url: str) -> dict:
+def database_config(url: str) -> dj_database_url.DBConfig:
     """DATABASES['default'] for ``url``, or the embedded server when empty."""
     if not url:
         from provenance_site.embedded_db import embedded_database_url
@@ -301,17 +302,17 @@ PROVENANCE_THROTTLE_ANON = env_rate("PROVENANCE_THROTTLE_ANON", "60/min")
 # --- REST --------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "documents.authentication.ApiKeyAuthentication",
+        "core.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["documents.permissions.HasOrganization"],
+    "DEFAULT_PERMISSION_CLASSES": ["core.permissions.HasOrganization"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON only; the upload view alone takes multipart (its own parser_classes)
     "DEFAULT_PARSER_CLASSES": ["documents.api.parsers.StorableJSONParser"],
-    "EXCEPTION_HANDLER": "documents.api.errors.json_exception_handler",
+    "EXCEPTION_HANDLER": "core.errors.json_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [
-        "documents.throttling.ApiKeyRateThrottle",
-        "documents.throttling.AnonymousRateThrottle",
+        "core.throttling.ApiKeyRateThrottle",
+        "core.throttling.AnonymousRateThrottle",
     ],
     # proxies in front of the server that append to X-Forwarded-For (0: none trusted)
     "NUM_PROXIES": env_int("PROVENANCE_TRUSTED_PROXIES", 0, minimum=0),

@@ -7,7 +7,7 @@ from provenance_site.env import env_bool, env_str
 from provenance_site.settings.base import *  # noqa: F403
 from provenance_site.settings.base import DATABASES, VAR_DIR
 
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "") or "dev-only-insecure-key-change-me"  # noqa: S105
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "") or "dev-only-insecure-key-change-me"
 DEBUG = env_bool("DJANGO_DEBUG", True)
 if "PROVENANCE_DB_CONN_MAX_AGE" not in os.environ:
     # runserver starts a thread per request: a kept connection would outlive its thread

@@ -31,7 +31,7 @@ def test_parallel_evidence_writers_produce_one_chain(celery_worker):
             start.wait()
             for _ in range(EVENTS_EACH):
                 document_event_record(kind="download", file=record, origin=f"10.0.0.{number}")
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
         finally:
             connection.close()

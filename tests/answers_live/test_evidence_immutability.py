@@ -19,7 +19,7 @@ V2 = b"# Retention\n\nInvoices are kept for ten years after the fiscal year ends
 QUESTION = "How long are invoices kept?"
 
 
-def _sources(client: APIClient, app_id, query_id) -> list[dict]:  # noqa: ANN001
+def _sources(client: APIClient, app_id, query_id) -> list[dict]:
     response = client.get(
         f"/semantics/apps/{app_id}/query-execution-sources/{query_id}/get-quoted-sources"
     )

@@ -32,7 +32,7 @@ class Trail:
 
 
 @pytest.fixture(scope="package")
-def trail(django_db_setup, django_db_blocker, celery_worker) -> Iterator[Trail]:  # noqa: ANN001
+def trail(django_db_setup, django_db_blocker, celery_worker) -> Iterator[Trail]:
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
         acme, globex = factories.organization("Acme"), factories.organization("Globex")

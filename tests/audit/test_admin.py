@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db
 QUESTION = "How long are invoices kept?"
 
 
-def _officer(org, name: str = "olivia"):  # noqa: ANN001, ANN202
+def _officer(org, name: str = "olivia"):
     user = get_user_model().objects.create_user(name, password="officer-pass-123", is_staff=True)
     user.groups.add(Group.objects.get(name=OFFICER_GROUP))
     OrganizationMember.objects.create(organization=org, user=user)
@@ -37,7 +37,7 @@ def _officer(org, name: str = "olivia"):  # noqa: ANN001, ANN202
 
 
 @pytest.fixture
-def answers(trail):  # noqa: ANN001, ANN201
+def answers(trail):
     acme = query_execute(app=trail.acme_app, question=QUESTION)
     globex = query_execute(app=trail.globex_app, question=QUESTION)
     return acme, globex
@@ -50,7 +50,7 @@ def test_the_answer_page_shows_the_whole_chain(trail, answers):
     html = page.content.decode()
     source = acme.quoted_sources.get(quoted_as="1")
     for expected in (
-        '<a href="#source-1">[1]</a>',
+        '<a class="ref" href="#source-1" aria-label="Source 1">[1]</a>',  # rendered Markdown
         "handbook.md — revision 1",
         "lines ",
         f"section: {source.section}",
@@ -177,7 +177,7 @@ def test_an_officer_download_is_byte_identical_and_recorded(trail):
     assert upload.actor == "system"
 
 
-def _operator(org, name: str = "oscar"):  # noqa: ANN001, ANN202
+def _operator(org, name: str = "oscar"):
     """An officer who may also run files through ingestion again."""
     client = _officer(org, name)
     user = get_user_model().objects.get(username=name)

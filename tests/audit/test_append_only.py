@@ -27,7 +27,7 @@ TABLES = [
 
 
 @pytest.fixture
-def answer(trail):  # noqa: ANN001, ANN201
+def answer(trail):
     return query_execute(app=trail.acme_app, question="How long are invoices kept?")
 
 

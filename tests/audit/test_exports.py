@@ -17,10 +17,11 @@ RECORDS = 10_000
 PASSAGE = "Invoices are kept for seven years after the end of the fiscal year. " * 40
 
 
-def _many_answers(trail) -> None:  # noqa: ANN001
+def _many_answers(trail) -> None:
     model = query_execute(app=trail.acme_app, question="How long are invoices kept?")
     hit = RetrievalHit.objects.filter(query=model).first()
     source = QuotedSource.objects.filter(query=model).first()
+    assert hit is not None and source is not None
     executions = QueryExecution.objects.bulk_create(
         QueryExecution(
             app=model.app,

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def heads(settings, tmp_path):  # noqa: ANN001, ANN201
+def heads(settings, tmp_path):
     """Heads go to a directory of this test's own (the session worker exports the
     committed chain to the configured one meanwhile)."""
     settings.PROVENANCE_AUDIT_HEAD_STORAGE = {
@@ -33,7 +33,7 @@ def heads(settings, tmp_path):  # noqa: ANN001, ANN201
 
 
 @pytest.fixture
-def answer(trail, heads):  # noqa: ANN001, ANN201
+def answer(trail, heads):
     return query_execute(app=trail.acme_app, question="How long are invoices kept?")
 
 

@@ -30,7 +30,7 @@ KEY_B = "b" * 24 + "-second-audit-key-002"
 
 
 @pytest.fixture
-def answer(trail):  # noqa: ANN001, ANN201
+def answer(trail):
     return query_execute(app=trail.acme_app, question="How long are invoices kept?")
 
 
@@ -41,7 +41,7 @@ def _as_superuser_without_triggers(sql: str, params: list | None = None) -> None
         cursor.execute("SET LOCAL session_replication_role = origin")
 
 
-def _recompute_from(seq: int, sign) -> None:  # noqa: ANN001
+def _recompute_from(seq: int, sign) -> None:
     """What an attacker does after editing a record: re-hash its entry and every
     later one, each with ``sign(message) -> (entry_hash, key_id)``."""
     entries = list(EvidenceEntry.objects.order_by("seq"))
@@ -64,9 +64,10 @@ def _recompute_from(seq: int, sign) -> None:  # noqa: ANN001
             prev = entry.entry_hash
 
 
-def _edit_a_quoted_source(answer) -> int:  # noqa: ANN001
+def _edit_a_quoted_source(answer) -> int:
     """Rewrite a quoted source's text; the seq of its chain entry."""
     source = QuotedSource.objects.filter(query=answer).first()
+    assert source is not None
     _as_superuser_without_triggers(
         "UPDATE citations_quotedsource SET chunk_text = 'Invoices are kept for one year.' "
         "WHERE id = %s",

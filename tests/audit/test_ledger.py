@@ -11,16 +11,16 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from audit.ledger import ledger_verify
+from audit.ledger import ledger_record_status, ledger_verify
 from audit.models import EvidenceEntry
-from citations.models import ClaimCitation, QuotedSource, RetrievalHit
+from citations.models import ClaimCitation, QueryExecution, QuotedSource, RetrievalHit
 from citations.services import query_execute
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def answer(trail):  # noqa: ANN001, ANN201
+def answer(trail):
     return query_execute(app=trail.acme_app, question="How long are invoices kept?")
 
 
@@ -41,6 +41,16 @@ def test_an_untouched_trail_verifies(answer):
     assert "audit trail OK" in _verify_command()
     entries = EvidenceEntry.objects.filter(record_id=str(answer.pk))
     assert entries.count() == 1
+
+
+def test_a_records_status_names_its_entry_and_whether_it_was_edited(answer):
+    entry = EvidenceEntry.objects.get(record_id=str(answer.pk))
+    assert ledger_record_status(answer) == f"entry #{entry.seq}, intact"
+    answer.answer = "Invoices are kept for one year."  # as read back after an edit
+    assert ledger_record_status(answer) == f"entry #{entry.seq}, EDITED since it was chained"
+    unchained = QueryExecution(pk="00000000-0000-0000-0000-000000000001")
+    assert ledger_record_status(unchained, chained_later=True) == "not chained yet"
+    assert ledger_record_status(unchained) == "MISSING from the chain"
 
 
 def test_an_edit_made_with_raw_sql_is_caught_and_named(answer):

@@ -23,7 +23,7 @@ STALE_SECONDS = 1
 
 
 @pytest.fixture
-def stuck(trail, settings):  # noqa: ANN001, ANN201
+def stuck(trail, settings):
     """Two answers whose process died after writing the ``running`` row (as a killed
     connection leaves them), one second old when stale means one second."""
     settings.PROVENANCE_QUERY_STALE_SECONDS = STALE_SECONDS

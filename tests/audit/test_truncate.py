@@ -35,7 +35,7 @@ FILLED = [
 
 
 @pytest.fixture
-def answer(trail):  # noqa: ANN001, ANN201
+def answer(trail):
     """An answer, and model evidence beside it (the extractive generator writes none)."""
     execution = query_execute(app=trail.acme_app, question="How long are invoices kept?")
     call = ModelCall.objects.create(
@@ -62,7 +62,7 @@ def answer(trail):  # noqa: ANN001, ANN201
 
 def _count(table: str) -> int:
     with connection.cursor() as cursor:
-        cursor.execute(f'SELECT count(*) FROM "{table}"')  # noqa: S608 - our own table names
+        cursor.execute(f'SELECT count(*) FROM "{table}"')  # our own table names
         return cursor.fetchone()[0]
 
 

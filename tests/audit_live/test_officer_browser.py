@@ -30,7 +30,7 @@ SHOTS = ARTIFACTS / "screenshots"
 
 
 @pytest.fixture
-def evidence(live_server, celery_worker, tmp_path):  # noqa: ANN001, ANN201
+def evidence(live_server, celery_worker, tmp_path):
     org = factories.organization("Acme")
     source = factories.data_source(org, "Handbook")
     pdf = next(p for p in demo_documents_write(tmp_path) if p.suffix == ".pdf")
@@ -45,7 +45,7 @@ def evidence(live_server, celery_worker, tmp_path):  # noqa: ANN001, ANN201
 
 
 @pytest.fixture
-def browser(evidence) -> Iterator[Browser]:  # noqa: ANN001
+def browser(evidence) -> Iterator[Browser]:
     with chromium() as browser:
         yield browser
 

@@ -37,7 +37,7 @@ ANSWERING = "provenance-answering"  # application_name of the connections the fa
 
 
 @pytest.fixture
-def app(celery_worker) -> App:  # noqa: ANN001
+def app(celery_worker) -> App:
     org = factories.organization("Acme")
     source = factories.data_source(org, "Policies")
     record = factories.upload(source, "handbook.md", HANDBOOK).file
@@ -50,7 +50,7 @@ def _connect(**params: object) -> psycopg.Connection:
     return psycopg.connect(**{**connection.get_connection_params(), **params})
 
 
-def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001
+def _wait(condition, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -69,7 +69,7 @@ def test_an_answer_finishing_after_its_sweep_does_not_overwrite_it(app):
     def answer() -> None:
         try:
             query_execute(app=app, question=QUESTIONS[0])
-        except BaseException as exc:  # noqa: BLE001 - asserted below
+        except BaseException as exc:  # asserted below
             outcome["error"] = exc
         finally:
             connection.close()
@@ -131,7 +131,7 @@ class _Faults:
                 try:
                     query_execute(app=self.app, question=question)
                     self.outcomes.append("completed")
-                except Exception as exc:  # noqa: BLE001 - the cut-off ones; counted below
+                except Exception as exc:  # the cut-off ones; counted below
                     self.outcomes.append(type(exc).__name__)
                     time.sleep(0.5)  # a client retrying later
         finally:
@@ -145,6 +145,7 @@ class _Faults:
                 "WHERE application_name = %s AND datname = %s",
                 [ANSWERING, database],
             ).fetchone()
+            assert killed is not None
             self.kills += killed[0]
             time.sleep(seconds)
         finally:

@@ -39,7 +39,7 @@ def library(
     django_db_blocker,
     celery_worker,
     corpus,
-    tmp_path_factory,  # noqa: ANN001
+    tmp_path_factory,
 ) -> Iterator[Library]:
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)

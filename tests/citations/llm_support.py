@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -53,7 +54,7 @@ CONTRACTS = (
 )
 
 
-def ingest(source, name: str, text: str) -> File:  # noqa: ANN001
+def ingest(source, name: str, text: str) -> File:
     record = factories.upload(source, name, text.encode()).file
     for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
         stage(file_id=str(record.pk))
@@ -68,7 +69,7 @@ class Library:
     key: str
     outside_chunk: Chunk
 
-    def app(self, generator: str, **fields: object) -> App:
+    def app(self, generator: str, **fields: Any) -> App:
         return app_create(
             organization=self.organization,
             name=f"{generator} assistant",
@@ -80,10 +81,11 @@ class Library:
 
 
 @pytest.fixture
-def llm_library(db) -> Library:  # noqa: ANN001
+def llm_library(db) -> Library:
     globex = factories.organization("Globex")
     outside = ingest(factories.data_source(globex, "Secrets"), "secrets.md", OUTSIDE)
     outside_chunk = Chunk.objects.filter(file=outside).order_by("position").first()
+    assert outside_chunk is not None
     org = factories.organization("Acme")
     source = factories.data_source(org, "Policies")
     ingest(source, "records-policy.md", POLICIES)
@@ -92,13 +94,13 @@ def llm_library(db) -> Library:  # noqa: ANN001
 
 
 @pytest.fixture
-def fast_retries(settings) -> None:  # noqa: ANN001
+def fast_retries(settings) -> None:
     settings.PROVENANCE_LLM_BACKOFF_SECONDS = 0.01
     settings.PROVENANCE_LLM_TIMEOUT_SECONDS = 1
 
 
 @pytest.fixture
-def openai_server(monkeypatch, fast_retries) -> Iterator[model_servers.Server]:  # noqa: ANN001
+def openai_server(monkeypatch, fast_retries) -> Iterator[model_servers.Server]:
     with model_servers.openai_server() as server:
         monkeypatch.setenv("OPENAI_API_KEY", model_servers.KEY)
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
@@ -106,7 +108,7 @@ def openai_server(monkeypatch, fast_retries) -> Iterator[model_servers.Server]: 
 
 
 @pytest.fixture
-def anthropic_server(monkeypatch, fast_retries) -> Iterator[model_servers.Server]:  # noqa: ANN001
+def anthropic_server(monkeypatch, fast_retries) -> Iterator[model_servers.Server]:
     with model_servers.anthropic_server() as server:
         monkeypatch.setenv("ANTHROPIC_API_KEY", model_servers.KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)

@@ -5,6 +5,7 @@ tests/citations/llm_support.py does."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -66,7 +67,7 @@ class StepsLibrary:
     security: File
     travel: File
 
-    def app(self, generator: str = "extractive", **fields: object) -> App:
+    def app(self, generator: str = "extractive", **fields: Any) -> App:
         model = str(fields.pop("model", "test-model" if generator != "extractive" else ""))
         min_score = fields.pop("min_score", None)
         app = app_create(
@@ -85,7 +86,7 @@ class StepsLibrary:
 
 
 @pytest.fixture
-def steps_library(db) -> StepsLibrary:  # noqa: ANN001
+def steps_library(db) -> StepsLibrary:
     org = factories.organization("Initech")
     source = factories.data_source(org, "Policies")
     return StepsLibrary(

@@ -23,7 +23,7 @@ def _client(key: str | None = None, **headers: str) -> APIClient:
     return client
 
 
-def _ask(client: APIClient, app_id, question: str = QUESTION):  # noqa: ANN001, ANN202
+def _ask(client: APIClient, app_id, question: str = QUESTION):
     return client.post(
         f"/semantics/apps/{app_id}/query-executions", {"query": question}, format="json"
     )

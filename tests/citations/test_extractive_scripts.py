@@ -18,7 +18,7 @@ from documents.fulltext import SCRIPT_BOUNDARY, words
 from retrieval.embedders import default_embedder
 
 
-def _arabic_sentences(corpus) -> list[str]:  # noqa: ANN001
+def _arabic_sentences(corpus) -> list[str]:
     """The corpus's Arabic PDF, as converted, cut at its sentence ends."""
     pdf = (corpus / "docling/pdf/right_to_left_01.pdf").read_bytes()
     markdown = converter_for("pdf").convert(pdf).markdown
@@ -56,7 +56,7 @@ def test_an_arabic_question_mark_ends_a_sentence():
     ]
 
 
-def test_a_latin_word_against_arabic_letters_counts_as_asked(corpus):  # noqa: ANN001
+def test_a_latin_word_against_arabic_letters_counts_as_asked(corpus):
     """Only sentences sharing the question's words are embedded when there are
     many: the PDF's sentence naming Python only as "وPython" is one of them, and
     the answer quotes it."""

@@ -57,7 +57,7 @@ def _postings(chunk_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str], float]:
     }
 
 
-def _lexical(library, question: str, *, apps=None, **overrides) -> list[tuple[uuid.UUID, float]]:  # noqa: ANN001
+def _lexical(library, question: str, *, apps=None, **overrides) -> list[tuple[uuid.UUID, float]]:
     source_ids = [
         pk
         for app in apps or [library.squad]
@@ -79,7 +79,7 @@ def _lexical(library, question: str, *, apps=None, **overrides) -> list[tuple[uu
 
 
 @pytest.mark.django_db
-def test_every_retrievable_chunk_has_the_postings_of_its_tsvector(library):  # noqa: ANN001
+def test_every_retrievable_chunk_has_the_postings_of_its_tsvector(library):
     """One posting per lexeme of each retrievable chunk, none for any other chunk,
     each with the chunk's data source and its BM25 term weight."""
     terms = _tsvector_terms()
@@ -98,7 +98,7 @@ def test_every_retrievable_chunk_has_the_postings_of_its_tsvector(library):  # n
 
 
 @pytest.mark.django_db
-def test_postings_follow_every_change_of_a_chunk(library):  # noqa: ANN001
+def test_postings_follow_every_change_of_a_chunk(library):
     """Becoming retrievable, ceasing to be, a new text, deletion and TRUNCATE: the
     trigger keeps the postings equal to the retrievable chunks' lexemes."""
     template = Chunk.objects.filter(is_retrievable=True).first()
@@ -149,7 +149,7 @@ def _question_words(question: str) -> list[str]:
         return cursor.fetchone()[0]
 
 
-def _source_terms(apps) -> tuple[dict, dict]:  # noqa: ANN001
+def _source_terms(apps) -> tuple[dict, dict]:
     source_ids = [pk for app in apps for pk in app.data_sources.values_list("pk", flat=True)]
     in_sources = set(
         Chunk.objects.filter(data_source_id__in=source_ids, is_retrievable=True).values_list(
@@ -166,7 +166,7 @@ def _source_terms(apps) -> tuple[dict, dict]:  # noqa: ANN001
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("app_names", [["squad"], ["squad", "handbook"]])
-def test_the_full_text_side_is_bm25_over_the_postings(library, app_names):  # noqa: ANN001
+def test_the_full_text_side_is_bm25_over_the_postings(library, app_names):
     """With every posting read, the statement's top-40 and scores are BM25 computed
     here from the tsvectors, over one source or two; with the per-word bound,
     nearly the same chunks."""
@@ -184,7 +184,7 @@ def test_the_full_text_side_is_bm25_over_the_postings(library, app_names):  # no
 
 
 @pytest.mark.django_db
-def test_past_the_counting_cap_the_document_frequency_is_analyzes_share(library):  # noqa: ANN001
+def test_past_the_counting_cap_the_document_frequency_is_analyzes_share(library):
     """A word whose chunks are counted up to the cap takes ANALYZE's share of N, if
     larger; the count where the share is smaller or unknown."""
     terms, frequency = _source_terms([library.squad])
@@ -218,7 +218,7 @@ def test_past_the_counting_cap_the_document_frequency_is_analyzes_share(library)
 
 
 @pytest.mark.django_db
-def test_the_best_matches_are_found_not_the_first(library):  # noqa: ANN001
+def test_the_best_matches_are_found_not_the_first(library):
     """A word in more chunks than one index range reads: the chunk that holds it
     most densely is found, however late it was written."""
     template = Chunk.objects.filter(
@@ -236,7 +236,7 @@ def test_the_best_matches_are_found_not_the_first(library):  # noqa: ANN001
 
 
 @pytest.mark.django_db
-def test_bm25_counts_a_small_source_afresh(library):  # noqa: ANN001
+def test_bm25_counts_a_small_source_afresh(library):
     """N, the chunks of the app's sources, is cached only where counting costs: a
     source queried while small sees its new chunks at once."""
     template = Chunk.objects.filter(data_source__in=library.squad.data_sources.all()).first()
@@ -247,7 +247,7 @@ def test_bm25_counts_a_small_source_afresh(library):  # noqa: ANN001
 
 
 @pytest.mark.django_db
-def test_another_sources_postings_are_never_candidates(library):  # noqa: ANN001
+def test_another_sources_postings_are_never_candidates(library):
     """The statement reads only the app's data sources."""
     other = Chunk.objects.filter(data_source__in=library.handbook.data_sources.all()).first()
     factories.chunk_like(
@@ -257,7 +257,7 @@ def test_another_sources_postings_are_never_candidates(library):  # noqa: ANN001
 
 
 @pytest.mark.django_db
-def test_equal_weights_are_cut_by_chunk_id_every_time(library):  # noqa: ANN001
+def test_equal_weights_are_cut_by_chunk_id_every_time(library):
     """Among chunks of equal weight the smallest ids make the cut, before and after
     their postings are rewritten: retrieval does not depend on physical order."""
     template = Chunk.objects.filter(
@@ -277,7 +277,7 @@ def test_equal_weights_are_cut_by_chunk_id_every_time(library):  # noqa: ANN001
 
 
 @pytest.mark.django_db
-def test_a_posting_of_another_organizations_chunk_is_never_returned(library):  # noqa: ANN001
+def test_a_posting_of_another_organizations_chunk_is_never_returned(library):
     """Even a posting filed under the app's data source: the chunk's organization decides."""
     template = Chunk.objects.filter(
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
@@ -292,7 +292,7 @@ def test_a_posting_of_another_organizations_chunk_is_never_returned(library):  #
 
 
 @pytest.mark.django_db
-def test_the_first_words_of_a_long_question_are_kept(library):  # noqa: ANN001
+def test_the_first_words_of_a_long_question_are_kept(library):
     """Past ``MAX_QUERY_WORDS`` lexemes the question's first words count, not the
     alphabetically first."""
     template = Chunk.objects.filter(
@@ -304,7 +304,7 @@ def test_the_first_words_of_a_long_question_are_kept(library):  # noqa: ANN001
 
 
 @pytest.mark.django_db
-def test_rebuild_postings_finds_and_mends_any_difference(library):  # noqa: ANN001
+def test_rebuild_postings_finds_and_mends_any_difference(library):
     """``rebuild_postings --check`` fails on missing, changed and stray postings;
     ``rebuild_postings`` restores exactly what the triggers maintain."""
     call_command("rebuild_postings", "--check")
@@ -337,7 +337,7 @@ def test_rebuild_postings_finds_and_mends_any_difference(library):  # noqa: ANN0
     }
 
 
-def _arabic_line_with_python(corpus) -> str:  # noqa: ANN001
+def _arabic_line_with_python(corpus) -> str:
     """A line of the corpus's Arabic PDF, as converted, where "Python" follows the
     Arabic "و" (and) with no space: the PDF itself sets none."""
     from documents.converters import converter_for
@@ -348,7 +348,7 @@ def _arabic_line_with_python(corpus) -> str:  # noqa: ANN001
 
 
 @pytest.mark.django_db
-def test_latin_words_against_unspaced_scripts_are_words_of_their_own(library, corpus):  # noqa: ANN001
+def test_latin_words_against_unspaced_scripts_are_words_of_their_own(library, corpus):
     """ "وPython", "使用Python进行" and "Python을" hold the word "Python": a search for
     it finds them, and a question written that way finds an English "Python"; the
     chunk text stays exactly the Markdown slice."""
@@ -379,7 +379,7 @@ def test_latin_words_against_unspaced_scripts_are_words_of_their_own(library, co
 
 
 @pytest.mark.django_db
-def test_text_without_a_script_boundary_is_indexed_as_before(library):  # noqa: ANN001
+def test_text_without_a_script_boundary_is_indexed_as_before(library):
     """Words within one script (accented Latin, Arabic with its vowel signs, kanji
     with 々 or 〇) are lexemes exactly as Postgres's parser makes them on the plain
     text."""

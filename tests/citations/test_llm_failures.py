@@ -19,7 +19,7 @@ openai_server, anthropic_server = llm_support.openai_server, llm_support.anthrop
 QUESTION = "How long are camera recordings kept?"
 
 
-def _ask(library, app):  # noqa: ANN001, ANN202
+def _ask(library, app):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
     return client.post(
@@ -27,7 +27,7 @@ def _ask(library, app):  # noqa: ANN001, ANN202
     )
 
 
-def _assert_failed(response, code: str, status: int, words: str) -> None:  # noqa: ANN001
+def _assert_failed(response, code: str, status: int, words: str) -> None:
     assert response.status_code == status, response.content
     error = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}
@@ -43,7 +43,7 @@ def _delayed(reply: ms.Reply) -> ms.Reply:
     return reply
 
 
-def _empty(request):  # noqa: ANN001, ANN202
+def _empty(request):
     return ms.chat_completion(request, "")
 
 
@@ -117,7 +117,7 @@ OPENAI_FAILURES = [
     ids=[case[0] for case in OPENAI_FAILURES],
 )
 def test_openai_failures(
-    llm_library, openai_server, monkeypatch, script, code, status, words, requests
+    llm_library, openai_server, monkeypatch, *, script, code, status, words, requests
 ):
     app = llm_library.app("openai", model="gpt-nope")
     if script is None:
@@ -211,7 +211,7 @@ ANTHROPIC_FAILURES = [
     ids=[case[0] for case in ANTHROPIC_FAILURES],
 )
 def test_anthropic_failures(
-    llm_library, anthropic_server, monkeypatch, script, code, status, words, requests
+    llm_library, anthropic_server, monkeypatch, *, script, code, status, words, requests
 ):
     app = llm_library.app("anthropic", model="claude-nope")
     if script is None:

@@ -23,7 +23,7 @@ openai_server, anthropic_server = llm_support.openai_server, llm_support.anthrop
 INVENTED = "Visitors may watch the recordings on request."
 
 
-def _member(org, *, officer: bool = False) -> Client:  # noqa: ANN001
+def _member(org, *, officer: bool = False) -> Client:
     user = get_user_model().objects.create_user("olivia", password="pw-123-456", is_staff=officer)
     if officer:
         user.groups.add(Group.objects.get(name=OFFICER_GROUP))
@@ -33,7 +33,7 @@ def _member(org, *, officer: bool = False) -> Client:  # noqa: ANN001
     return client
 
 
-def _half_supported(request):  # noqa: ANN001, ANN202
+def _half_supported(request):
     snippets = ms.snippets_of(request)
     cited = ms.citation_for(snippets, CAMERAS[1])
     invented = {**cited, "quote": "Visitors may watch the recordings"}

@@ -45,7 +45,7 @@ def _client(key: str | None) -> APIClient:
 
 
 @pytest.fixture(params=["openai", "anthropic"])
-def answered(request, llm_library, openai_server, anthropic_server):  # noqa: ANN001, ANN201
+def answered(request, llm_library, openai_server, anthropic_server):
     """An answer of each model generator citing two claims."""
     if request.param == "openai":
         openai_server.script(ms.answering(CAMERAS, CONTRACTS))

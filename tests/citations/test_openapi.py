@@ -26,7 +26,7 @@ def schema() -> dict[str, Any]:
     return generated_schema()
 
 
-def _check(schema: dict, response, path: str, method: str) -> None:  # noqa: ANN001
+def _check(schema: dict, response, path: str, method: str) -> None:
     assert_documented(schema, response.status_code, response.json(), path, method)
 
 

@@ -35,7 +35,7 @@ def _ask(client: APIClient, app_id: object) -> str:
     return response.json()["query_id"]
 
 
-def _reads(client: APIClient, app_id: object, query_id: str) -> list:  # noqa: ANN001
+def _reads(client: APIClient, app_id: object, query_id: str) -> list:
     """The answer's four read endpoints, as ``client`` gets them."""
     base = f"/semantics/apps/{app_id}"
     return [

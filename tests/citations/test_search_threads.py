@@ -25,7 +25,7 @@ QUESTIONS = [
 ]
 
 
-def _pending(library, question: str, **extra) -> search.HybridSearch:  # noqa: ANN001
+def _pending(library, question: str, **extra) -> search.HybridSearch:
     return search.HybridSearch(
         organization_id=library.organization.pk,
         data_source_ids=list(library.squad.data_sources.values_list("pk", flat=True))
@@ -37,7 +37,7 @@ def _pending(library, question: str, **extra) -> search.HybridSearch:  # noqa: A
     )
 
 
-def _search(library, question: str, vector: list[float], **extra) -> list[tuple]:  # noqa: ANN001
+def _search(library, question: str, vector: list[float], **extra) -> list[tuple]:
     hits = _pending(library, question, **extra).finish(vector)
     return [dataclasses.astuple(hit) for hit in hits]
 
@@ -53,7 +53,7 @@ def _backends() -> int:
 
 def test_search_threads_give_the_results_of_the_caller_connection(
     library, django_db_blocker, settings
-):  # noqa: ANN001
+):
     """Outside a transaction the lexical side runs on a search thread; in turn
     (``PROVENANCE_SEARCH_THREADS=0``) every statement runs on the caller's
     connection. Same hits, same order, same scores, for every question."""
@@ -98,7 +98,7 @@ def test_search_threads_give_the_results_of_the_caller_connection(
 
 def test_a_failing_lexical_side_raises_in_the_caller_and_the_thread_recovers(
     library, django_db_blocker
-):  # noqa: ANN001
+):
     question = QUESTIONS[0]
     vector = default_embedder().embed_query(question)
     with django_db_blocker.unblock():
@@ -112,7 +112,7 @@ def test_a_failing_lexical_side_raises_in_the_caller_and_the_thread_recovers(
 
 
 @pytest.mark.django_db
-def test_a_caller_inside_a_transaction_finds_the_rows_it_wrote(library):  # noqa: ANN001
+def test_a_caller_inside_a_transaction_finds_the_rows_it_wrote(library):
     """Another connection could not see uncommitted rows, so a caller inside a
     transaction searches on its own connection."""
     word = f"zq{uuid.uuid4().hex[:10]}"
@@ -134,7 +134,7 @@ def test_a_caller_inside_a_transaction_finds_the_rows_it_wrote(library):  # noqa
 
 
 @pytest.mark.django_db
-def test_the_semantic_statement_walks_the_half_precision_hnsw_index(library):  # noqa: ANN001
+def test_the_semantic_statement_walks_the_half_precision_hnsw_index(library):
     """The ORDER BY must be the index's expression, or Postgres sorts every chunk."""
     question = QUESTIONS[0]
     pending = search.HybridSearch(

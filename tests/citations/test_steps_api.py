@@ -43,7 +43,7 @@ def _url(execution: QueryExecution, query: str = "") -> str:
     return f"/semantics/apps/{execution.app_id}/query-executions/{execution.pk}/reasoning{query}"
 
 
-def _member(org, *, officer: bool = False, name: str = "olivia") -> Client:  # noqa: ANN001
+def _member(org, *, officer: bool = False, name: str = "olivia") -> Client:
     user = get_user_model().objects.create_user(name, password="pw-123-456", is_staff=officer)
     if officer:
         user.groups.add(Group.objects.get(name=OFFICER_GROUP))

@@ -28,11 +28,11 @@ from tests.citations.steps_support import LEAVE_FACT, ONE_FACT, PASSWORD_FACT, T
 steps_library = steps_support.steps_library
 
 
-def _steps(execution) -> list[ReasoningStep]:  # noqa: ANN001
+def _steps(execution) -> list[ReasoningStep]:
     return list(ReasoningStep.objects.filter(query=execution).order_by("step_number"))
 
 
-def assert_step_invariants(execution) -> None:  # noqa: ANN001
+def assert_step_invariants(execution) -> None:
     """DESIGN invariants 5, 6 and 9 for each step's own answer and for the final one."""
     final = list(QuotedSource.objects.filter(query=execution))
     assert markers_match(execution.answer, [s.quoted_as for s in final])
@@ -46,8 +46,10 @@ def assert_step_invariants(execution) -> None:  # noqa: ANN001
         for a in attributions:
             hit = a.hit
             assert hit.query_id == execution.pk
+            assert step.hits_from is not None and step.hits_to is not None
             assert step.hits_from <= hit.k_pos <= step.hits_to  # the step's own retrieval
             assert a.retrieval_rank == hit.k_pos - step.hits_from + 1
+            assert a.final_source is not None
             assert a.chunk_id == hit.chunk_id and a.final_source.chunk_id == a.chunk_id
             assert a.document_id == str(a.chunk.file.document_id)
             assert a.chunk_index == a.chunk.position and len(a.excerpt) <= 200
@@ -60,6 +62,7 @@ def assert_step_invariants(execution) -> None:  # noqa: ANN001
             assert answer[claim.reply_start : claim.reply_end] == claim.reply_sentence
             text = claim.attribution.chunk.chunk_text
             assert text[claim.source_start : claim.source_end] == claim.source_sentence
+            assert claim.claim is not None
             assert claim.claim.reply_sentence == claim.reply_sentence  # the same in the final
             assert claim.claim.quoted_source == claim.attribution.final_source
     assert query_validate(execution=execution)["result"] == "ok"

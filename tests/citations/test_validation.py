@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def payloads(library) -> tuple[list[dict], str]:  # noqa: ANN001
+def payloads(library) -> tuple[list[dict], str]:
     execution = query_execute(app=library.handbook, question="How long are invoices kept?")
     hits = RetrievalHit.objects.filter(query=execution).order_by("k_pos")
     return [h.payload for h in hits], execution.index_hash

@@ -39,7 +39,7 @@ def _answers(data_dir: Path) -> bool:
         return False
 
 
-def _until(check, timeout: float) -> bool:  # noqa: ANN001
+def _until(check, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

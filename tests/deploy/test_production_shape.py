@@ -44,7 +44,7 @@ def redis_url() -> str:
 
 
 @pytest.fixture
-def stack(redis_url, django_db_setup):  # noqa: ANN001, ANN201
+def stack(redis_url, django_db_setup):
     """The app role granted on the test database; a worker and gunicorn as that role."""
     call_command("database_app_role", role=ROLE)
     call_command("collectstatic", interactive=False, verbosity=0)  # as make run does

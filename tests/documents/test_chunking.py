@@ -9,16 +9,22 @@ from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
 from documents.tokens import count_tokens
 from tests.support import squad
+from tests.support.corpus import nonempty
 from tests.support.invariants import headings_in_force
 
 TARGET, OVERLAP = 120, 24
 
 
-def _documents(corpus) -> list[tuple[str, str]]:  # noqa: ANN001
+def _documents(corpus) -> list[tuple[str, str]]:
     paths = (
-        sorted((corpus / "docling/md").glob("*.md"))
-        + sorted((corpus / "markitdown/test_files/expected_outputs").glob("*.md"))
-        + sorted((corpus / "docling/docx/groundtruth").glob("*.md"))
+        nonempty(sorted((corpus / "docling/md").glob("*.md")), "docling Markdown files")
+        + nonempty(
+            sorted((corpus / "markitdown/test_files/expected_outputs").glob("*.md")),
+            "markitdown expected outputs",
+        )
+        + nonempty(
+            sorted((corpus / "docling/docx/groundtruth").glob("*.md")), "docling DOCX truths"
+        )
     )
     docs = [(p.name, p.read_text()) for p in paths if p.read_text().strip()]
     docs.append(("squad.md", squad.article_markdown(squad.load(corpus)[0])))

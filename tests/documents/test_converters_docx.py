@@ -15,13 +15,16 @@ from markdown_it import MarkdownIt
 from documents.converters import ConversionError
 from documents.converters.docx import DocxConverter
 from documents.markdown_structure import MarkdownStructure
+from tests.support.corpus import CORPUS, corpus_files, nonempty
 from tests.support.ground_truth import recall
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-DOCX = sorted(
-    p.relative_to(CORPUS).as_posix()
-    for d in ("markitdown", "docling", "python-docx")
-    for p in (CORPUS / d).rglob("*.docx")
+DOCX = nonempty(
+    sorted(
+        p.relative_to(CORPUS).as_posix()
+        for d in ("markitdown", "docling", "python-docx")
+        for p in (CORPUS / d).rglob("*.docx")
+    ),
+    "corpus DOCX files",
 )
 
 
@@ -52,11 +55,11 @@ def test_markitdown_vectors():
     vectors = json.loads((CORPUS / "markitdown/DERIVED_test_vectors.json").read_text("utf-8"))
     vector = next(v for v in vectors["GENERAL_TEST_VECTORS"] if v["filename"] == "test.docx")
     md = convert("markitdown/test_files/test.docx").markdown
-    for s in vector["must_include"]:
+    for s in nonempty(vector["must_include"], "strings test.docx must include"):
         if s.startswith("data:image"):
             continue  # markitdown's inline-image placeholder; we emit no image data at all
         assert s in md, s
-    for s in vector["must_not_include"]:
+    for s in nonempty(vector["must_not_include"], "strings test.docx must not include"):
         assert s not in md
     assert "base64" not in md
 
@@ -284,7 +287,10 @@ def _heading_paths(entries: list[tuple[int, str]]) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize(
     "name",
-    sorted(p.name[: -len(".itxt")] for p in (CORPUS / "docling/docx/groundtruth").glob("*.itxt")),
+    [
+        name.rsplit("/", 1)[-1][: -len(".itxt")]
+        for name in corpus_files("*.itxt", under="docling/docx/groundtruth", recursive=False)
+    ],
 )
 def test_heading_paths_match_docling_s_item_tree(name):
     """docling's ground-truth item tree nests every section header (a Title's too):

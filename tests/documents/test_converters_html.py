@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from documents.converters import ConversionError
 from documents.converters.html import HtmlConverter
+from tests.support.corpus import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 PAGE = b"""<!doctype html><html><head><title>Policy</title><style>p{color:red}</style>
 <script>var secret = "do-not-index";</script></head><body>
 <nav><a href="/">Home</a> | <a href="/login">Log in</a></nav>

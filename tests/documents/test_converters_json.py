@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from documents.converters import ConversionError
 from documents.converters.json_ import JsonConverter
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from tests.support.corpus import CORPUS, nonempty
 
 
 def convert(data: bytes):
@@ -33,7 +31,7 @@ def test_markitdown_test_json_keys_and_values_surface():
     result = convert((CORPUS / "markitdown/test_files/test.json").read_bytes())
     vectors = json.loads((CORPUS / "markitdown/DERIVED_test_vectors.json").read_text("utf-8"))
     vector = next(v for v in vectors["GENERAL_TEST_VECTORS"] if v["filename"] == "test.json")
-    for s in vector["must_include"]:
+    for s in nonempty(vector["must_include"], "strings test.json must include"):
         assert s in result.markdown
     assert "- **key1**: string_value" in result.markdown
     assert "- **key2**: 1234" in result.markdown

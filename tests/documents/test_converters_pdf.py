@@ -658,7 +658,7 @@ def test_control_characters_become_spaces_not_glue():
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", markdown)
 
 
-def _pdf(draw) -> bytes:  # noqa: ANN001
+def _pdf(draw) -> bytes:
     document = pymupdf.open()
     page = document.new_page(width=595, height=842)
     draw(page)
@@ -875,7 +875,7 @@ def test_annotation_notes_are_a_comments_section_boxed_where_they_sit():
         assert (span.x0, span.y0, span.x1, span.y1) == pytest.approx(tuple(rect), abs=0.01)
 
 
-def _annotations(page):  # noqa: ANN001, ANN202
+def _annotations(page):
     annotation = page.first_annot
     while annotation is not None:
         yield annotation

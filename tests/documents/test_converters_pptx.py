@@ -5,19 +5,21 @@ from __future__ import annotations
 import io
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from documents.converters import ConversionError
 from documents.converters.pptx import PptxConverter
+from tests.support.corpus import CORPUS, nonempty
 from tests.support.ground_truth import recall
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-PPTX = sorted(
-    p.relative_to(CORPUS).as_posix()
-    for d in ("markitdown", "docling", "python-pptx")
-    for p in (CORPUS / d).rglob("*.pptx")
+PPTX = nonempty(
+    sorted(
+        p.relative_to(CORPUS).as_posix()
+        for d in ("markitdown", "docling", "python-pptx")
+        for p in (CORPUS / d).rglob("*.pptx")
+    ),
+    "corpus PPTX decks",
 )
 
 
@@ -56,9 +58,9 @@ def test_markitdown_vectors():
     vectors = json.loads((CORPUS / "markitdown/DERIVED_test_vectors.json").read_text("utf-8"))
     vector = next(v for v in vectors["GENERAL_TEST_VECTORS"] if v["filename"] == "test.pptx")
     md = convert("markitdown/test_files/test.pptx").markdown
-    for s in vector["must_include"]:
+    for s in nonempty(vector["must_include"], "strings test.pptx must include"):
         assert s in md, s
-    for s in vector["must_not_include"]:
+    for s in nonempty(vector["must_not_include"], "strings test.pptx must not include"):
         assert s not in md
 
 

@@ -18,8 +18,7 @@ from documents.converters.sandbox import (
     convert_isolated,
     pdf_words_isolated,
 )
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from tests.support.corpus import CORPUS
 
 
 @pytest.mark.parametrize(

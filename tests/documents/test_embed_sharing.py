@@ -24,7 +24,7 @@ from tests.support import squad
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _file_waiting_for_embedding(corpus) -> File:  # noqa: ANN001
+def _file_waiting_for_embedding(corpus) -> File:
     """Converted and chunked in one transaction whose lease keeps any worker's hands off."""
     source = factories.data_source()
     document = "\n".join(squad.article_markdown(a) for a in squad.load(corpus)[:2]).encode()

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from documents.api_keys import api_key_verify
+from core.api_keys import api_key_verify
 from documents.models import DataSource, File
 from tests import factories
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -30,7 +31,7 @@ def _client(key: str | None) -> APIClient:
     return client
 
 
-def _cancel(client: APIClient, file_id: object, body: object = None, **kwargs: object):  # noqa: ANN202
+def _cancel(client: APIClient, file_id: object, body: object = None, **kwargs: Any):
     return client.post(f"/v1/flow/files/{file_id}/cancel", body, format="json", **kwargs)
 
 
@@ -54,7 +55,7 @@ def _settled(record: File, *, quiet: float) -> float:
 
 
 @pytest.fixture
-def tenant():  # noqa: ANN201
+def tenant():
     org = factories.organization("Acme")
     source = factories.data_source(org, "Human Resources")
     return source, factories.api_key(org)

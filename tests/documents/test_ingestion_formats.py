@@ -75,7 +75,7 @@ def _client(key: str) -> APIClient:
     return client
 
 
-def _assert_error_shape(response, status: int) -> dict:  # noqa: ANN001
+def _assert_error_shape(response, status: int) -> dict:
     assert response.status_code == status, (response.status_code, response.content[:500])
     body = response.json()
     assert set(body) == {"error"}, body
@@ -86,7 +86,7 @@ def _assert_error_shape(response, status: int) -> dict:  # noqa: ANN001
     return body["error"]
 
 
-def _ingest(corpus, kind: str):  # noqa: ANN001, ANN202
+def _ingest(corpus, kind: str):
     relative, name = CASES[kind]
     data = HTML if relative is None else (corpus / relative).read_bytes()
     org = factories.organization()
@@ -98,14 +98,14 @@ def _ingest(corpus, kind: str):  # noqa: ANN001, ANN202
     return org, record, data
 
 
-def _stored(record: File):  # noqa: ANN202
+def _stored(record: File):
     markdown = record.markdowns.get(is_active=True)
     chunks = list(Chunk.objects.filter(markdown=markdown).order_by("position"))
     locations = {c.pk: list(Location.objects.filter(chunk=c).order_by("ordinal")) for c in chunks}
     return markdown, chunks, locations
 
 
-def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:  # noqa: C901, PLR0912
+def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:
     markdown, chunks, locations = _stored(record)
     md = markdown.markdown
     assert markdown.sha256 == hashlib.sha256(md.encode()).hexdigest()
@@ -119,7 +119,9 @@ def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:  # noqa: 
     for chunk in chunks:
         locs = locations[chunk.pk]
         span = SimpleNamespace(char_start=chunk.char_start, char_end=chunk.char_end)
-        text = assert_invariants_1_and_3(md, markdown.body_start, span, locs, lines, headings)
+        text = assert_invariants_1_and_3(
+            md, markdown.body_start, span, locs, lines, headings=headings
+        )
         assert chunk.chunk_text == text
         assert [loc.ordinal for loc in locs] == list(range(len(locs)))
         assert chunk.content_hash == hashlib.sha256(text.encode()).hexdigest()
@@ -147,9 +149,11 @@ def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:  # noqa: 
                 if not loc_words:
                     continue
                 assert loc.boxes, f"PDF location {loc.char_start}-{loc.char_end} without boxes"
+                assert pdf is not None
                 page = pdf[loc.page_number - 1]
                 haystack = _Haystack(_clip_words(page, _inflated_union(loc.boxes)))
             else:
+                assert slides is not None
                 haystack = slides[loc.page_number - 1]
             found = [w for w in loc_words if w in haystack]
             assert len(found) >= MIN_WORD_RATE * len(loc_words), (
@@ -196,7 +200,7 @@ def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:  # noqa: 
         print(f"{kind}: {verified}/{words} words of stored locations found in the source")
 
 
-def _assert_api_matches_storage(org, record: File) -> None:  # noqa: ANN001
+def _assert_api_matches_storage(org, record: File) -> None:
     client = _client(factories.api_key(org))
     markdown, chunks, locations = _stored(record)
     response = client.get(f"/v1/flow/files/{record.pk}/markdown")

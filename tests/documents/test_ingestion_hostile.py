@@ -32,16 +32,17 @@ from documents.models import Chunk, File, Location
 from documents.storage import original_open
 from documents.uploads import UploadRejected
 from tests import factories
-from tests.conftest import CORPUS, wait_for_status
+from tests.conftest import wait_for_status
 from tests.documents.test_provenance_corpus import (
     _Headings,
     _Lines,
     assert_invariants_1_and_3,
 )
+from tests.support.corpus import CORPUS
 
 HOSTILE = CORPUS / "hostile"
 EXTENSIONS = {".pdf", ".docx", ".pptx", ".xlsx", ".md", ".json", ".bin"}
-RLINK_TARGET = Path("/tmp/test_rlink.txt")  # noqa: S108 - the path rlink.docx points at
+RLINK_TARGET = Path("/tmp/test_rlink.txt")  # the path rlink.docx points at
 RLINK_SECRET = "de658225-569e-4e3d-9ed2-cfb6abf927fc"
 RLINK_BASE64 = "ZGU2NTgyMjUtNTY5ZS00ZTNkLTllZDItY2ZiNmFiZjk"
 
@@ -58,7 +59,7 @@ class Expect:
     hierarchy: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (text, headings in force)
 
 
-def _e(*outcomes: str, **kw) -> Expect:  # noqa: ANN003
+def _e(*outcomes: str, **kw) -> Expect:
     return Expect(frozenset(outcomes), **kw)
 
 
@@ -195,6 +196,7 @@ def _docx(document: bytes | None = None, *, stream_spaces: int = 0) -> bytes:
                     part.write(block)
                 part.write(b"</w:t></w:r></w:p></w:body></w:document>")
         else:
+            assert document is not None
             archive.writestr("word/document.xml", document)
     return buffer.getvalue()
 
@@ -254,7 +256,7 @@ def assert_readable(message: str) -> None:
     assert len(message) <= 2000 and "\x00" not in message, message
 
 
-def _outcome(source, name: str, data: bytes):  # noqa: ANN001, ANN202
+def _outcome(source, name: str, data: bytes):
     """("rejected", message) or (status, File) once the worker is done with it."""
     try:
         record = factories.upload(source, name, data).file
@@ -263,7 +265,7 @@ def _outcome(source, name: str, data: bytes):  # noqa: ANN001, ANN202
     return "pending", record
 
 
-def _settle(pending: tuple, timeout: float = 180) -> tuple:  # noqa: ANN001
+def _settle(pending: tuple, timeout: float = 180) -> tuple:
     state, value = pending
     if state == "rejected":
         return pending
@@ -282,7 +284,7 @@ def _assert_ready_provenance(record: File, expect: Expect) -> None:
         locs = list(Location.objects.filter(chunk=chunk).order_by("ordinal"))
         span = SimpleNamespace(char_start=chunk.char_start, char_end=chunk.char_end)
         assert chunk.chunk_text == assert_invariants_1_and_3(
-            md, markdown.body_start, span, locs, lines, headings
+            md, markdown.body_start, span, locs, lines, headings=headings
         )
         all_locations.extend(locs)
     text = "\n".join(c.chunk_text for c in chunks)
@@ -299,7 +301,7 @@ def _assert_ready_provenance(record: File, expect: Expect) -> None:
         assert headings.at(offset) == list(chain), (wanted, headings.at(offset))
 
 
-def _check(name: str, expect: Expect, state: str, value) -> None:  # noqa: ANN001
+def _check(name: str, expect: Expect, state: str, value) -> None:
     assert state in expect.outcomes, (
         f"{name}: expected {sorted(expect.outcomes)}, got {state}: "
         f"{value.message if state == 'rejected' else value.error_message!r}"
@@ -338,7 +340,7 @@ def test_every_hostile_file_of_the_manifest_has_an_expectation():
 
 
 @pytest.fixture
-def rlink_target():  # noqa: ANN201
+def rlink_target():
     """The local file rlink.docx's external relationship points at, with a secret in it."""
     created = not RLINK_TARGET.exists()
     if created:

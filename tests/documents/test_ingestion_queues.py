@@ -24,7 +24,7 @@ def published() -> Iterator[list[tuple[str, str, str]]]:
     the chain's later stages included (they are sent when a stage ends)."""
     seen: list[tuple[str, str, str]] = []
 
-    def record(body=None, routing_key=None, headers=None, **_: object) -> None:  # noqa: ANN001
+    def record(body=None, routing_key=None, headers=None, **_: object) -> None:
         seen.append((headers["task"].rsplit(".", 1)[-1], body[0][0], routing_key))
         for stage in body[2].get("chain") or []:
             name = stage["task"].rsplit(".", 1)[-1]
@@ -37,7 +37,7 @@ def published() -> Iterator[list[tuple[str, str, str]]]:
         before_task_publish.disconnect(record)
 
 
-def _ready(source, name: str) -> File:  # noqa: ANN001
+def _ready(source, name: str) -> File:
     """A file ingested in this process, stage by stage."""
     record = factories.upload(source, name, b"# Notes\n\nThe notes say very little here.\n").file
     for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):

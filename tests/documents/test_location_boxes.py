@@ -72,6 +72,7 @@ def _box_check(data: bytes, *, narrowed: bool) -> tuple[list, list]:
                 carried = set(words) | {a + b for a, b in zip(words, words[1:], strict=False)}
                 body = conversion.markdown[location.char_start : min(location.char_end, body_end)]
                 drawn = _keys(body.split())  # the page draws the body only
+                assert location.page_number is not None
                 page = pdf[location.page_number - 1].get_text("words", flags=TEXT_FLAGS)
                 boxed: list[str] = []
                 for box in location.boxes:

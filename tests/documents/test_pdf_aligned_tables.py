@@ -9,12 +9,12 @@ import pymupdf
 import pytest
 
 from documents.converters.pdf import PdfConverter
+from tests.support.corpus import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 SPARSE = "markitdown/test_files/SPARSE-2024-INV-1234_borderless_table.pdf"
 
 
-def _convert(name: str):  # noqa: ANN202
+def _convert(name: str):
     return PdfConverter().convert((CORPUS / name).read_bytes())
 
 

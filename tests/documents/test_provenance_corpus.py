@@ -46,7 +46,7 @@ from documents.locating import Locator
 from documents.markdown_structure import MarkdownStructure
 from documents.sniffing import sniff
 from documents.word_boxes import DocumentWords
-from tests.conftest import CORPUS
+from tests.support.corpus import CORPUS, nonempty
 from tests.support.invariants import assert_chunk_invariants, headings_in_force
 
 FORMATS = {
@@ -66,12 +66,15 @@ MIN_WORD_RATE = 0.95
 # test checks it on a sample and uses an equivalent single-pass index for the rest
 FULL_HEADING_CHECK_CHARS = 100_000
 
-CORPUS_FILES = sorted(
-    p.relative_to(CORPUS).as_posix()
-    for p in CORPUS.rglob("*")
-    if p.is_file()
-    and p.suffix.lower() in FORMATS
-    and not EXCLUDED_DIRS.intersection(p.relative_to(CORPUS).parts)
+CORPUS_FILES = nonempty(
+    sorted(
+        p.relative_to(CORPUS).as_posix()
+        for p in CORPUS.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in FORMATS
+        and not EXCLUDED_DIRS.intersection(p.relative_to(CORPUS).parts)
+    ),
+    "corpus files of a converted format",
 )
 
 
@@ -96,7 +99,7 @@ _SUMMARY: dict[str, _Tally] = defaultdict(_Tally)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _print_summary(request):  # noqa: ANN001, ANN202
+def _print_summary(request):
     yield
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     lines = ["", "provenance corpus summary (format: files, chunks, locations, verified words)"]
@@ -210,6 +213,7 @@ class _Headings:
             for index, token in enumerate(tokens):
                 if token.type != "heading_open" or token.level != 0:
                     continue
+                assert token.map is not None  # a heading token always has its lines
                 start = lines.starts[token.map[0] + first_line]
                 start += len(md[start : start + 64]) - len(md[start : start + 64].lstrip(" \t"))
                 level = int(token.tag[1])
@@ -222,7 +226,7 @@ class _Headings:
         return self._index
 
 
-def assert_invariants_1_and_3(markdown, body_start, span, drafts, lines, headings) -> str:  # noqa: ANN001
+def assert_invariants_1_and_3(markdown, body_start, span, drafts, lines, *, headings) -> str:
     text = markdown[span.char_start : span.char_end]
     assert text.strip(), f"empty chunk at {span.char_start}"
     assert span.char_start >= body_start, "a chunk starts inside the front matter"
@@ -288,7 +292,7 @@ def _pptx_slide_texts(data: bytes) -> list[list[str]]:
     prs = Presentation(io.BytesIO(data))
     slides: list[list[str]] = []
 
-    def walk(shapes, out: list[str]) -> None:  # noqa: ANN001
+    def walk(shapes, out: list[str]) -> None:
         for shape in shapes:
             out.append(shape.name or "")
             for el in shape._element.iter():
@@ -305,14 +309,7 @@ def _pptx_slide_texts(data: bytes) -> list[list[str]]:
             if getattr(shape, "has_table", False) and shape.has_table:
                 out.extend(cell.text for row in shape.table.rows for cell in row.cells)
             if getattr(shape, "has_chart", False) and shape.has_chart:
-                chart = shape.chart
-                if chart.has_title and chart.chart_title.has_text_frame:
-                    out.append(chart.chart_title.text_frame.text)
-                for plot in chart.plots:
-                    out.extend(str(c) for c in plot.categories)
-                    for series in plot.series:
-                        out.append(series.name or "")
-                        out.extend(f"{v:g}" for v in series.values if v is not None)
+                out.extend(_pptx_chart_texts(shape.chart))
             with contextlib.suppress(Exception):  # not a picture / no image part
                 out.append(shape.image.ext)
 
@@ -325,6 +322,19 @@ def _pptx_slide_texts(data: bytes) -> list[list[str]]:
         texts += _pptx_comment_texts(archive, str(slide.part.partname).lstrip("/"))
         slides.append(texts)
     return slides
+
+
+def _pptx_chart_texts(chart) -> list[str]:
+    """A chart's title, categories, series names and values."""
+    out: list[str] = []
+    if chart.has_title and chart.chart_title.has_text_frame:
+        out.append(chart.chart_title.text_frame.text)
+    for plot in chart.plots:
+        out.extend(str(c) for c in plot.categories)
+        for series in plot.series:
+            out.append(series.name or "")
+            out.extend(f"{v:g}" for v in series.values if v is not None)
+    return out
 
 
 def _pptx_comment_texts(archive: zipfile.ZipFile, slide_name: str) -> list[str]:
@@ -360,25 +370,34 @@ def _document_texts(kind: str, data: bytes) -> list[str]:
 
         return [BeautifulSoup(data, "html.parser").get_text(" ")]
     if kind == "json":
-        out: list[str] = ["empty list"]  # the converter's label for []
+        return _json_texts(data)
+    return _docx_texts(data)
 
-        def walk(value) -> None:  # noqa: ANN001
-            if isinstance(value, dict):
-                for key, item in value.items():
-                    out.append(key)
-                    walk(item)
-            elif isinstance(value, list):
-                for item in value:
-                    walk(item)
-            else:
-                out.append(value if isinstance(value, str) else json.dumps(value))
 
-        walk(json.loads(data.decode("utf-8-sig")))
-        return out
-    # docx: every text node and every picture description of every XML part
+def _json_texts(data: bytes) -> list[str]:
+    """Every key and value of a JSON document, as text."""
+    out: list[str] = ["empty list"]  # the converter's label for []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                out.append(key)
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        else:
+            out.append(value if isinstance(value, str) else json.dumps(value))
+
+    walk(json.loads(data.decode("utf-8-sig")))
+    return out
+
+
+def _docx_texts(data: bytes) -> list[str]:
+    """Every text node and every picture description of every XML part of a DOCX."""
     from lxml import etree
 
-    out = []
+    out: list[str] = []
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for info in archive.infolist():
             if not info.filename.endswith(".xml"):
@@ -428,7 +447,8 @@ def _pdf_annotations(page: pymupdf.Page) -> list[tuple[pymupdf.Rect, str]]:
 
 
 def _near_rect(a: pymupdf.Rect, b: pymupdf.Rect) -> bool:
-    return all(abs(p - q) <= 0.5 for p, q in zip(a, b, strict=True))
+    corners = zip((a.x0, a.y0, a.x1, a.y1), (b.x0, b.y0, b.x1, b.y1), strict=True)
+    return all(abs(p - q) <= 0.5 for p, q in corners)
 
 
 # DOCX rendered page breaks: MANIFEST.tsv says '>>' ends the text before each of Word's
@@ -448,7 +468,7 @@ PAGE_BREAK_FACTS = {
 }
 
 
-def _check_docx_pages(markdown: str, drafts, seen: dict[str, int]) -> None:  # noqa: ANN001
+def _check_docx_pages(markdown: str, drafts, seen: dict[str, int]) -> None:
     for d in drafts:
         for marked in markdown[d.char_start : d.char_end].split("\n"):
             if not marked.strip():
@@ -473,7 +493,7 @@ def test_the_corpus_offers_every_format():
 
 
 @pytest.mark.parametrize("name", CORPUS_FILES, ids=_case_id)
-def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  # noqa: C901, PLR0912, PLR0915
+def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  # noqa: C901
     path = corpus / name
     data = path.read_bytes()
     kind = sniff(head=data[:8192], name=path.name, path=str(path)).kind
@@ -519,7 +539,7 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
             drafts = locator.locate(span.char_start, span.char_end)
             assert span.char_start >= previous_start, "chunks out of document order"
             previous_start = span.char_start
-            assert_invariants_1_and_3(markdown, body_start, span, drafts, lines, headings)
+            assert_invariants_1_and_3(markdown, body_start, span, drafts, lines, headings=headings)
             tally.chunks += 1
             tally.locations += len(drafts)
 

@@ -26,7 +26,7 @@ from tests.conftest import wait_for_status
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-def _revision(source, text: bytes) -> File:  # noqa: ANN001
+def _revision(source, text: bytes) -> File:
     record = factories.upload(source, "policy.md", text).file
     assert wait_for_status(record.pk).status == "ready"
     return File.objects.get(pk=record.pk)
@@ -50,7 +50,7 @@ def _waiting_for_a_lock(timeout: float = 20) -> bool:
     return False
 
 
-def test_a_publish_locks_revisions_newest_first(celery_worker):  # noqa: ANN001
+def test_a_publish_locks_revisions_newest_first(celery_worker):
     source = factories.data_source()
     oldest = _revision(source, b"# Policy\n\nVersion zero.\n")
     middle = _revision(source, b"# Policy\n\nVersion one.\n")
@@ -66,7 +66,7 @@ def test_a_publish_locks_revisions_newest_first(celery_worker):  # noqa: ANN001
     def publish_newest() -> None:
         try:
             assert ingestion._publish(lease, markdown)
-        except BaseException as error:  # noqa: BLE001 - reported by the test thread
+        except BaseException as error:  # reported by the test thread
             errors.append(error)
         finally:
             connections.close_all()

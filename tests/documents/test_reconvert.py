@@ -33,7 +33,7 @@ def _run(*args: str) -> str:
     return out.getvalue()
 
 
-def _ingested_by_an_older_converter(source, corpus) -> File:  # noqa: ANN001
+def _ingested_by_an_older_converter(source, corpus) -> File:
     """A ready PDF whose Markdown is recorded as the previous converter version's:
     the state every PDF ingested before an upgrade is in."""
     record = factories.upload(source, "survey.pdf", (corpus / SURVEY).read_bytes()).file
@@ -217,7 +217,7 @@ def test_reconvert_refuses_bad_input_and_leaves_failed_and_deleted_files_alone(
     assert File.objects.get(pk=failed.pk).error_message == "earlier failure"
 
 
-def _markdown_files(source, count: int) -> list[File]:  # noqa: ANN001
+def _markdown_files(source, count: int) -> list[File]:
     """``count`` ready Markdown files recorded as an older converter's conversion."""
     records = [
         factories.upload(

@@ -11,13 +11,13 @@ import pytest
 from django.core.management import call_command
 
 from citations.models import App
-from documents.api_keys import api_key_verify
+from core.api_keys import api_key_verify
 from documents.models import File
 
 pytestmark = pytest.mark.django_db
 
 
-def _start(settings, tmp_path) -> str:  # noqa: ANN001
+def _start(settings, tmp_path) -> str:
     settings.VAR_DIR = tmp_path
     out = StringIO()
     call_command("setup_demo", "--port", "8123", stdout=out)

@@ -29,13 +29,13 @@ def _stored_files() -> set[Path]:
 
 
 @pytest.fixture
-def tenant():  # noqa: ANN201
+def tenant():
     org = factories.organization("Acme")
     factories.data_source(org, "Human Resources")
     return org, factories.api_key(org)
 
 
-def _post(client: APIClient, name: str, data: bytes, source: str = "Human Resources"):  # noqa: ANN202
+def _post(client: APIClient, name: str, data: bytes, source: str = "Human Resources"):
     """A hand-built multipart body: Django's test client would strip path parts itself."""
     boundary = "----provenance-test-boundary"
     escaped = name.replace('"', "%22")
@@ -49,8 +49,12 @@ def _post(client: APIClient, name: str, data: bytes, source: str = "Human Resour
         + data
         + f"\r\n--{boundary}--\r\n".encode()
     )
+    # Django's client takes bytes too; the DRF stubs say str
     return client.generic(
-        "POST", "/v1/flow/files", body, content_type=f"multipart/form-data; boundary={boundary}"
+        "POST",
+        "/v1/flow/files",
+        body,  # type: ignore[arg-type]
+        content_type=f"multipart/form-data; boundary={boundary}",
     )
 
 
@@ -137,7 +141,9 @@ def test_same_name_makes_a_new_revision_and_identical_bytes_are_detected(tenant)
         ("..\\windows.md", b"# hi\n", 400, "invalid_filename"),
     ],
 )
-def test_bad_uploads_get_a_clear_error_and_leave_nothing(tenant, corpus, name, data, status, code):
+def test_bad_uploads_get_a_clear_error_and_leave_nothing(
+    tenant, corpus, name, data, status, *, code
+):
     _, key = tenant
     if data is None:
         data = (corpus / "hostile/markitdown/random.bin").read_bytes()
@@ -246,7 +252,7 @@ def test_last_used_at_is_recorded_without_a_write_per_request(tenant):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from documents.api_keys import LAST_USED_RESOLUTION
+    from core.api_keys import LAST_USED_RESOLUTION
     from documents.models import ApiKey
 
     _, key = tenant
@@ -264,7 +270,7 @@ def test_last_used_at_is_recorded_without_a_write_per_request(tenant):
     assert ApiKey.objects.get().last_used_at > first
 
 
-def _delete(client: APIClient, file_id: str, body: object):  # noqa: ANN202
+def _delete(client: APIClient, file_id: str, body: object):
     return client.delete(f"/v1/flow/files/{file_id}", body, format="json")
 
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 _EMBEDDED = re.compile(r"embedded (\d+) chunks of (\S+):")
 
 
-def _handbook(corpus, *, changed: bool = False) -> bytes:  # noqa: ANN001
+def _handbook(corpus, *, changed: bool = False) -> bytes:
     """Two SQuAD articles as one Markdown document; ``changed`` rewrites one paragraph."""
     text = "\n".join(squad.article_markdown(a) for a in squad.load(corpus)[:2])
     if changed:
@@ -42,7 +42,7 @@ def _ingest(record: File) -> File:
     return record
 
 
-def _model_runs(caplog, record: File) -> int:  # noqa: ANN001
+def _model_runs(caplog, record: File) -> int:
     """Chunks of ``record`` the model embedded, by the embed stage's log."""
     return sum(
         int(m.group(1))

@@ -17,9 +17,9 @@ from documents.word_boxes import (
     words_pack,
     words_unpack,
 )
-from tests.conftest import CORPUS
+from tests.support.corpus import CORPUS, corpus_paths
 
-PDFS = sorted(p for p in CORPUS.rglob("*.pdf") if "hostile" not in p.relative_to(CORPUS).parts)
+PDFS = corpus_paths("*.pdf", exclude=("hostile",))
 BOX = struct.pack("<4f", 0, 0, 1, 1)
 MULTIPAGE = CORPUS / "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
 

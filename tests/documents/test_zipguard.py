@@ -5,14 +5,12 @@ from __future__ import annotations
 import io
 import time
 import zipfile
-from pathlib import Path
 
 import pytest
 
 from documents.converters import ConversionError
 from documents.converters.zipguard import check_zip
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from tests.support.corpus import CORPUS
 
 
 def archive(entries: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:

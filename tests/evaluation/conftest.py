@@ -40,7 +40,7 @@ def shelf(
     django_db_blocker,
     celery_worker,
     corpus,
-    tmp_path_factory,  # noqa: ANN001
+    tmp_path_factory,
 ) -> Iterator[Shelf]:
     folder = tmp_path_factory.mktemp("squad")
     data = json.loads((corpus / "qa/squad-v1.1-dev-subset6.json").read_text())

@@ -20,7 +20,7 @@ from tests.evaluation.conftest import gold_sample
 pytestmark = pytest.mark.django_db
 
 
-def _staff(org, name: str, *, officer: bool = True) -> Client:  # noqa: ANN001
+def _staff(org, name: str, *, officer: bool = True) -> Client:
     user = get_user_model().objects.create_user(name, password="pass-123-xyz", is_staff=True)
     if officer:
         user.groups.add(Group.objects.get(name=OFFICER_GROUP))
@@ -31,7 +31,7 @@ def _staff(org, name: str, *, officer: bool = True) -> Client:  # noqa: ANN001
 
 
 @pytest.fixture
-def runs(shelf, tmp_path):  # noqa: ANN001, ANN201
+def runs(shelf, tmp_path):
     """Two Acme runs of the same questions (the second with a stricter app) and a Globex one."""
     gold = gold_sample(shelf, tmp_path, every=29, count=4)
     call_command("evaluate", app="SQuAD", gold=str(gold), out=str(tmp_path / "a"))

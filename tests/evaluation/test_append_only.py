@@ -16,7 +16,7 @@ MODELS = [EvaluationRun, EvaluationItem, EvaluationOutcome]
 
 
 @pytest.fixture
-def run(shelf, tmp_path):  # noqa: ANN001, ANN201
+def run(shelf, tmp_path):
     call_command("evaluate", app="SQuAD", gold=str(gold_sample(shelf, tmp_path, every=50, count=2)))
     return EvaluationRun.objects.latest("created_at")
 

@@ -27,7 +27,7 @@ def _counts() -> tuple[int, int, int, int]:
     )
 
 
-def _refused(tmp_path, text: str, match: str, **options: object) -> None:  # noqa: ANN001
+def _refused(tmp_path, text: str, match: str, **options: object) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_text(text)
     before = _counts()

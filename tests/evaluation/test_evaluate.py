@@ -24,7 +24,7 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _in_place(expected: dict, document: str, chunk_id) -> bool:  # noqa: ANN001
+def _in_place(expected: dict, document: str, chunk_id) -> bool:
     """The chunk is in the expected document and touches the expected section."""
     stem = document.rsplit(".", 1)[0]
     if expected["document"] not in (document, stem):
@@ -44,6 +44,7 @@ def _expected_figures(report: dict) -> dict:
         execution = QueryExecution.objects.get(pk=item["query_id"])
         expected = item["expected"]
         sources = list(QuotedSource.objects.filter(query=execution))
+        assert execution.latency_ms is not None  # a completed answer's
         latencies.append(execution.latency_ms)
         deltas.append(RagTrace.objects.get(query=execution, seg=0).deltaS)
         abstained += not sources

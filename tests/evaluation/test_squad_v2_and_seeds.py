@@ -4,6 +4,7 @@ asks everything twice and gets the same hits and the same answers."""
 from __future__ import annotations
 
 import json
+from uuid import UUID
 
 import pytest
 from django.core.management import call_command
@@ -21,7 +22,7 @@ IMPOSSIBLE = [
 ]
 
 
-def _v2_file(shelf, folder):  # noqa: ANN001, ANN202
+def _v2_file(shelf, folder):
     """The first paragraph of one article with two real questions and three
     unanswerable ones (``is_impossible``), as SQuAD v2.0 writes them."""
     article = json.loads(shelf.squad_file.read_text())["data"][0]
@@ -62,7 +63,7 @@ def test_a_v2_gold_set_reports_abstention_on_unanswerable_items(shelf, tmp_path)
     assert report["false_abstention_rate"] == round(len(silent) / 2, 4)
 
 
-def _hits(query_id: str) -> list[tuple]:
+def _hits(query_id: UUID) -> list[tuple]:
     return list(
         RetrievalHit.objects.filter(query_id=query_id)
         .order_by("k_pos")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import time
+from uuid import UUID
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -37,7 +38,7 @@ GOLD = (
 )
 
 
-def _outcome(run_id: object, timeout: float = 240) -> EvaluationOutcome:
+def _outcome(run_id: UUID, timeout: float = 240) -> EvaluationOutcome:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         outcome = EvaluationOutcome.objects.filter(run_id=run_id).first()

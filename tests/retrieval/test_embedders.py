@@ -10,7 +10,7 @@ import random
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,8 @@ from retrieval.embedders import (
     OpenAiCompatibleEmbedder,
     cpu_has_fast_bf16,
 )
+from tests.support.corpus import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 SQUAD = CORPUS / "qa" / "squad-v1.1-dev-subset6.json"
 
 
@@ -56,7 +56,7 @@ def paragraphs() -> list[str]:
     return [p["context"] for article in data["data"] for p in article["paragraphs"][:2]]
 
 
-def _cos(a: list[float], b: list[float]) -> float:
+def _cos(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     return float(np.dot(a, b))
 
 
@@ -245,16 +245,18 @@ def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
 ) -> None:
     from django.core.exceptions import ImproperlyConfigured
 
-    from retrieval.onnx_query import query_encoder
+    from retrieval.onnx_query import OnnxQueryEncoder, OpenVinoQueryEncoder, query_encoder
 
     encoders = {}
     for threads in ("1", "2"):
         monkeypatch.setenv("PROVENANCE_QUERY_THREADS", threads)
         encoder = query_encoder(fp32.model_dir, fp32.model.tokenizer)
+        assert isinstance(encoder, OnnxQueryEncoder)
         assert encoder.session.get_session_options().intra_op_num_threads == int(threads)
         encoders[threads] = encoder
     monkeypatch.delenv("PROVENANCE_QUERY_THREADS")
     default = query_encoder(fp32.model_dir, fp32.model.tokenizer)
+    assert isinstance(default, OnnxQueryEncoder)
     assert default.session.get_session_options().intra_op_num_threads == 2
     # idle threads sleep instead of spinning: Postgres needs the cores meanwhile
     options = default.session.get_session_options()
@@ -268,6 +270,7 @@ def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
     if cpu_has_fast_bf16():  # the bf16 encoder takes the same setting
         monkeypatch.setenv("PROVENANCE_QUERY_THREADS", "1")
         bf16 = query_encoder(fp32.model_dir, fp32.model.tokenizer, "bf16")
+        assert isinstance(bf16, OpenVinoQueryEncoder)
         assert bf16.compiled.get_property("INFERENCE_NUM_THREADS") == 1
 
 
@@ -393,7 +396,8 @@ def test_batches_are_padded_to_aligned_lengths_without_changing_vectors(
     """Lengths padded to a multiple of PAD_TO_MULTIPLE (faster kernels) give the
     vectors an unpadded batch gives: mean pooling skips the padding."""
     texts = paragraphs[:8]
-    features = fp32.model[0].preprocess(texts)
+    # torch types a module's attributes as Tensor | Module: this one is a method
+    features = fp32.model[0].preprocess(texts)  # type: ignore[operator]
     assert features["input_ids"].shape[1] % PAD_TO_MULTIPLE == 0
     padded = fp32.embed_documents(texts)
     # one text at a time, each padded only to its own multiple: the same vectors
@@ -506,7 +510,7 @@ def _vector_for(text: str, dimensions: int) -> list[float]:
 
 def _handler(service: _Service) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:  # http.server's name
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             service.requests.append(
                 {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}

@@ -76,7 +76,7 @@ def _database_agrees(database: VectorDatabase) -> str:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_publish_revision_and_deletion_keep_the_digest_exact(celery_worker):  # noqa: ANN001
+def test_publish_revision_and_deletion_keep_the_digest_exact(celery_worker):
     source = factories.data_source()
     database = source.vector_database
     empty = _database_agrees(database)
@@ -115,7 +115,7 @@ def test_publish_revision_and_deletion_keep_the_digest_exact(celery_worker):  # 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_the_command_finds_and_mends_a_bypassed_change(celery_worker):  # noqa: ANN001
+def test_the_command_finds_and_mends_a_bypassed_change(celery_worker):
     source = factories.data_source()
     record = factories.upload(source, "leave.md", b"# Leave\n\nTwenty days a year.\n").file
     assert wait_for_status(record.pk).status == "ready"

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 DOCUMENT = "# البرمجة\n\nيمكن للمبرمجين استخدام R وPython لتنفيذ عمليات تحليلية متقدمة.\n"
 
 
-def _found(source, question: str) -> set:  # noqa: ANN001
+def _found(source, question: str) -> set:
     params = search.statement_params(
         organization_id=source.organization_id,
         data_source_ids=[source.pk],
@@ -34,7 +34,7 @@ def _found(source, question: str) -> set:  # noqa: ANN001
     return {row[0] for row in search.lexical_rows(params)}
 
 
-def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker):  # noqa: ANN001
+def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker):
     source = factories.data_source()
     record = factories.upload(source, "arabic.md", DOCUMENT.encode()).file
     assert wait_for_status(record.pk).status == "ready"

@@ -14,11 +14,11 @@ BOUNDARY = "----provenance-test-boundary"
 
 
 @pytest.fixture(autouse=True)
-def _debug_off(settings):  # noqa: ANN001, ANN202
+def _debug_off(settings):
     settings.DEBUG = False
 
 
-def _error(response, status: int, code: str) -> dict:  # noqa: ANN001
+def _error(response, status: int, code: str) -> dict:
     assert response.status_code == status
     assert response["Content-Type"] == "application/json"
     body = response.json()
@@ -28,7 +28,7 @@ def _error(response, status: int, code: str) -> dict:  # noqa: ANN001
     return body["error"]
 
 
-def _page(response, status: int, title: str) -> str:  # noqa: ANN001
+def _page(response, status: int, title: str) -> str:
     assert response.status_code == status
     assert response["Content-Type"].startswith("text/html")
     text = response.content.decode()

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _small_rates(settings):  # noqa: ANN001, ANN202
+def _small_rates(settings):
     settings.PROVENANCE_THROTTLE_KEY = "3/min"
     settings.PROVENANCE_THROTTLE_ANON = "2/min"
     caches["default"].clear()
@@ -29,7 +29,7 @@ def _keyed(key: str) -> APIClient:
     return client
 
 
-def _throttled(response) -> None:  # noqa: ANN001
+def _throttled(response) -> None:
     assert response.status_code == 429
     assert 1 <= int(response["Retry-After"]) <= 60
     error = response.json()["error"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 
 WORDS = (
     "policy",
@@ -64,7 +65,9 @@ def runaway_line(size: int, *, seed: int = 0) -> bytes:
     return " ".join(out).encode()[:size]
 
 
-def wait_until(predicate, *, timeout: float, interval: float = 0.1, what: str = "") -> float:  # noqa: ANN001
+def wait_until(
+    predicate: Callable[[], object], *, timeout: float, interval: float = 0.1, what: str = ""
+) -> float:
     """Poll ``predicate`` until true; returns the seconds it took."""
     started = time.monotonic()
     while time.monotonic() - started < timeout:

@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from markdown_it import MarkdownIt
 
 _PARSER = MarkdownIt("commonmark").enable("table")
+
+
+class _Span(Protocol):
+    """What the checks read of a chunk (a model row or a draft)."""
+
+    @property
+    def char_start(self) -> int: ...
+    @property
+    def char_end(self) -> int: ...
+    @property
+    def hierarchy(self) -> list[str]: ...
+
+
+class _Chunk(_Span, Protocol):
+    @property
+    def chunk_text(self) -> str: ...
+
+
+class _Location(_Span, Protocol):
+    @property
+    def line_number_start(self) -> int: ...
+    @property
+    def line_number_end(self) -> int: ...
 
 
 def headings_in_force(markdown: str, offset: int, body_start: int = 0) -> list[str]:
@@ -19,6 +45,7 @@ def headings_in_force(markdown: str, offset: int, body_start: int = 0) -> list[s
     for index, token in enumerate(tokens):
         if token.type != "heading_open" or token.level != 0:
             continue
+        assert token.map is not None  # a heading token always has its lines
         line = token.map[0] + first_line
         start = line_offsets[line]
         start += len(markdown[start:]) - len(markdown[start:].lstrip(" \t"))
@@ -31,7 +58,9 @@ def headings_in_force(markdown: str, offset: int, body_start: int = 0) -> list[s
     return [text for _, text in stack]
 
 
-def assert_chunk_invariants(markdown: str, chunk, locations, body_start: int = 0) -> None:  # noqa: ANN001
+def assert_chunk_invariants(
+    markdown: str, chunk: _Chunk, locations: Sequence[_Location], body_start: int = 0
+) -> None:
     """Invariants 1 and 3 for one chunk and its locations."""
     assert markdown[chunk.char_start : chunk.char_end] == chunk.chunk_text
     assert "".join(markdown[loc.char_start : loc.char_end] for loc in locations) == chunk.chunk_text

@@ -43,12 +43,14 @@ class Server:
         self.replies[:] = list(replies)
 
 
-def _handler(server: Server, path: str, authorised: Callable[[dict[str, str]], Reply | None]):
+def _handler(
+    server: Server, path: str, authorised: Callable[[dict[str, str]], Reply | None]
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:  # http.server's name
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length) or b"{}")
             headers = {k.lower(): v for k, v in self.headers.items()}
@@ -57,10 +59,12 @@ def _handler(server: Server, path: str, authorised: Callable[[dict[str, str]], R
             if self.path != path:
                 reply = Reply(404, {"error": {"message": f"no route {self.path}"}})
             else:
-                reply = authorised(headers)
-                if reply is None:
+                authorised_reply = authorised(headers)
+                if authorised_reply is None:
                     replies = server.replies
                     reply = (replies[0] if len(replies) == 1 else replies.pop(0))(body)
+                else:
+                    reply = authorised_reply
             time.sleep(reply.delay)
             data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
             try:

@@ -194,10 +194,11 @@ def test_it_refuses_a_run_on_a_thread_without_a_user_message(acme):
     assert not Run.objects.exists()
 
 
-def test_it_refuses_streaming_and_a_second_active_run(acme):
+def test_it_refuses_a_stream_flag_that_is_no_boolean_and_a_second_active_run(acme):
     base = f"/v1/threads/{_thread(acme, 'What is the retention period?')}"
     run_body = {"assistant_id": str(acme.app.pk)}
-    _error(*acme.post(f"{base}/runs", run_body | {"stream": True}), 400, "unsupported", "stream")
+    refused = acme.post(f"{base}/runs", run_body | {"stream": "yes"})
+    _error(*refused, 400, "invalid_stream", "stream")
     assert acme.post(f"{base}/runs", run_body)[0] == 200
     _error(*acme.post(f"{base}/runs", run_body), 400, "run_active", "thread_id")
     status, body = acme.post(f"{base}/messages", {"role": "user", "content": "And?"})

@@ -58,7 +58,8 @@ def test_it_answers_with_linked_references_and_a_sources_panel(tenant: Tenant, r
     # [1] opens the viewer at the quoted sentence's line (line 5), not the chunk's first
     assert source.line_number_start == 1
     viewer = f"/answers/{execution.pk}/sources/1/#L5"
-    assert f'<a class="ref" href="{viewer}" aria-label="Source 1: remote.md">[1]</a>' in body
+    link = f'<a class="ref" href="{viewer}" aria-label="Source 1: remote.md" aria-describedby="'
+    assert link in body and 'role="tooltip"' in body  # its preview
     assert "two days per week" in body
     # the sources panel: name, section path, lines, score, passage with the quote marked;
     # the chunk starts under the title, the quoted sentence under "Eligibility"
@@ -224,7 +225,8 @@ def test_a_short_json_value_answers_its_question_and_not_unrelated_ones(tenant: 
     asked = _ask(tenant, "Who is the health benefits provider?")
     assert asked.answer == execution.answer
     body = tenant.client.get(f"/answers/{asked.pk}/").content.decode()
-    assert "provider: MediCare Plus <a" in body and "**provider**" not in body
+    # rendered Markdown: the key is bold, its asterisks gone
+    assert "<strong>provider</strong>: MediCare Plus <a" in body and "**provider**" not in body
     history = tenant.client.get("/history/").content.decode()
     assert "provider: MediCare Plus [1]" in history and "**provider**" not in history
     for question in ("What color is the sky on Mars?", "What is the capital of France?"):

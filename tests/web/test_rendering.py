@@ -74,7 +74,9 @@ def test_strong_emphasis_reads_without_its_asterisks():
     assert readable("run `**x**` or **y**") == "run `**x**` or y"  # code keeps its syntax
     answer = "The customer is **name**: Gabriel [1]."
     html = answer_html(answer, [Marker(answer.index(" [1]"), "1", "/s/1", "source 1")])
-    assert html.startswith("The customer is name: Gabriel <a") and "*" not in html
+    # answers are rendered Markdown: strong emphasis is <strong>, without its asterisks
+    assert html.startswith("<p>The customer is <strong>name</strong>: Gabriel <a")
+    assert "*" not in html
     stored = "- **name**: Gabriel\n- **email**: g@contoso.com"
     start = stored.index("**email")
     html = marked(stored, [(start, len(stored))], for_reading=True)

@@ -98,7 +98,7 @@ def test_a_markdown_file_has_no_page_images(tenant: Tenant, remote_work: File):
     ids=["docx", "pptx"],
 )
 def test_an_office_source_shows_its_markdown_lines_highlighted(
-    tenant: Tenant, corpus, name: str, question: str, unit: str, cited_words: str
+    tenant: Tenant, corpus, name: str, question: str, unit: str, *, cited_words: str
 ):
     record = _ingested(tenant, corpus, name)
     execution, source = _asked(tenant, question)
@@ -111,7 +111,9 @@ def test_an_office_source_shows_its_markdown_lines_highlighted(
     assert f'<div class="line cited" id="L{line}" data-page="2">' in body
     assert f"<mark>{cited_words}" in body
     assert f"{unit} 2" in body and "<img" not in body
-    for heading in source.chunk.locations.first().hierarchy:
+    first = source.chunk.locations.first()
+    assert first is not None
+    for heading in first.hierarchy:
         assert f"<li>{heading}</li>" in body
     assert record.sha256 in body
 

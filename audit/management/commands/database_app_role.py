@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.database_role import DEFAULT_ROLE, app_role_grant, app_role_owned
@@ -22,7 +24,7 @@ class Command(BaseCommand):
             help="environment variable (or NAME_FILE) holding the role's password, if any",
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         role = str(options["role"])
         try:
             statements = app_role_grant(role=role, password=env_str(str(options["password_env"])))

@@ -9,6 +9,8 @@ the chain they point into is gone.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.management.commands import flush
 from django.db import connections
@@ -17,7 +19,7 @@ from audit.heads import audit_heads_clear, head_exports_paused
 
 
 class Command(flush.Command):
-    def handle(self, **options: object) -> None:
+    def handle(self, **options: Any) -> None:
         if not getattr(settings, "PROVENANCE_TEST_FLUSH_EVIDENCE", False):
             return super().handle(**options)
         connection = connections[str(options["database"])]

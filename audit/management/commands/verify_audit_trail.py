@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -28,7 +29,7 @@ class Command(BaseCommand):
             "--no-head", action="store_true", help="skip the check against an exported head"
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         if options["since_head"] and options["no_head"]:
             raise CommandError("--since-head and --no-head exclude each other")
         verdict = ledger_verify()

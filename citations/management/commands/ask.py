@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from citations.exports import quoted_source_record
 from citations.generators import ModelError
-from citations.models import App
+from citations.models import App, QueryExecution, QuotedSource
 from citations.records import answer_markdown
 from citations.selectors import claims_of, quoted_sources_of
 from citations.services import QueryRejected, query_execute
@@ -30,7 +31,7 @@ class Command(BaseCommand):
             "--base-url", default="", help="make the Markdown's links absolute on this origin"
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         app = self._app(options["app"])
         try:
             execution = query_execute(app=app, question=options["question"], origin="cli")
@@ -68,13 +69,13 @@ class Command(BaseCommand):
             if len(found) > 1:
                 raise CommandError(f"several apps are named {wanted!r}; pass its id")
             return found[0]
-        apps = list(apps[:2])
-        if len(apps) != 1:
+        first = list(apps[:2])
+        if len(first) != 1:
             raise CommandError("--app is required when there is not exactly one app")
-        return apps[0]
+        return first[0]
 
 
-def _as_json(execution, sources) -> dict:  # noqa: ANN001
+def _as_json(execution: QueryExecution, sources: list[QuotedSource]) -> dict:
     return {
         "query_id": str(execution.pk),
         "answer": execution.answer,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from citations.llm_apps import AppError, app_create
@@ -40,7 +42,7 @@ class Command(BaseCommand):
             help="steps: answer a question that asks several things step by step",
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         organization = Organization.objects.filter(name=options["organization"]).first()
         if organization is None:
             raise CommandError(f"unknown organization {options['organization']!r}")

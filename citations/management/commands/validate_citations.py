@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -23,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--file", help="a JSON list of citation payloads")
         parser.add_argument("--allow-cross-section", action="store_true")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         if options["file"]:
             try:
                 items = json_loads_bounded(

@@ -75,7 +75,7 @@ def _page_notes(page: pymupdf.Page, budget: int) -> list[Note]:
     """The page's annotation notes (``annotations``); none if they are damaged."""
     try:
         return page_notes(page, budget) if budget > 0 else []
-    except Exception:  # noqa: BLE001 - damaged annotations: the page's are left out
+    except Exception:  # damaged annotations: the page's are left out
         return []
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from documents.api_keys import api_key_create
+from core.api_keys import api_key_create
 from documents.models import Organization
 
 
@@ -20,13 +22,14 @@ class Command(BaseCommand):
             help="create the organization if it does not exist",
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         name = str(options["organization"])
         if options["create_organization"]:
             organization, _ = Organization.objects.get_or_create(name=name)
         else:
-            organization = Organization.objects.filter(name=name).first()
-            if organization is None:
+            found = Organization.objects.filter(name=name).first()
+            if found is None:
                 raise CommandError(f"unknown organization {name!r} (use --create-organization)")
+            organization = found
         _, secret = api_key_create(organization=organization, name=str(options["name"]))
         self.stdout.write(secret)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="wait until every file is done")
         parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait at most")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         source = self._data_source(options["organization"], str(options["data_source"]))
         queued, failures = [], 0
         for path in self._files([str(p) for p in options["paths"]]):
@@ -79,7 +80,8 @@ class Command(BaseCommand):
         return files
 
     def _wait(self, file_ids: list, timeout: float) -> int:
-        deadline, shown = time.monotonic() + timeout, {}
+        deadline = time.monotonic() + timeout
+        shown: dict[object, str] = {}
         while True:
             records = list(File.objects.filter(pk__in=file_ids).order_by("created_at"))
             for record in records:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import getpass
 import time
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from documents.converters import KINDS, converter_for
-from documents.ingestion import file_reconvert
+from documents.converters import KINDS
 from documents.models import File, FileStatus, Organization
-from documents.selectors import converter_change, markdowns_outdated
+from documents.reconversion import files_outdated, outdated_file_reconvert
 
 _DONE = {FileStatus.READY, FileStatus.FAILED}
 
@@ -46,7 +46,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="wait until every file is done")
         parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait at most")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         files = None
         if options["organization"]:
             organization = Organization.objects.filter(name=options["organization"]).first()
@@ -56,25 +56,21 @@ class Command(BaseCommand):
         limit = options["limit"]
         if limit is not None and limit < 1:
             raise CommandError("--limit must be at least 1")
-        current = {kind: converter_for(kind) for kind in options["kind"] or KINDS}
-        outdated = markdowns_outdated(current=current, files=files)
-        markdowns = list(outdated if limit is None else outdated[:limit])
-        left = outdated.count() - len(markdowns) if limit is not None else 0
+        outdated, left = files_outdated(files=files, kinds=options["kind"] or KINDS, limit=limit)
         queued: list[File] = []
-        run_by = _account()
-        for markdown in markdowns:
-            record, converter = markdown.file, current[markdown.file.kind]
-            change = converter_change(markdown=markdown, current=converter)
+        why = f"reconvert command{_account()}"
+        for item in outdated:
+            record, change = item.file, item.change
             if options["dry_run"]:
                 self.stdout.write(f"outdated  {record.name} ({record.pk}): {change}")
-            elif file_reconvert(file=record, reason=f"reconvert command{run_by}: {change}"):
+            elif outdated_file_reconvert(outdated=item, why=why):
                 queued.append(record)
                 self.stdout.write(f"queued    {record.name} ({record.pk}): {change}")
             else:
                 self.stdout.write(f"skipped   {record.name} ({record.pk}): no longer ready")
         verb = "to convert again" if options["dry_run"] else "queued to convert again"
         failed = self._wait(queued, float(options["timeout"])) if options["wait"] else 0
-        count = len(markdowns) if options["dry_run"] else len(queued)
+        count = len(outdated) if options["dry_run"] else len(queued)
         self.stdout.write(f"{count} file(s) {verb}")
         if left > 0:
             self.stdout.write(f"{left} more outdated file(s) left past --limit: run again")

@@ -4,6 +4,7 @@ the project's own demo documents queued for ingestion."""
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -11,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from citations.llm_apps import app_create
 from citations.models import App
-from documents.api_keys import api_key_create, api_key_verify
+from core.api_keys import api_key_create, api_key_verify
 from documents.demo import demo_documents_write
 from documents.models import DataSource, File, Organization, OrganizationMember
 from documents.uploads import file_upload
@@ -25,7 +26,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", default="8000")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         organization, _ = Organization.objects.get_or_create(name="Demo")
         password = self._admin(organization)
         key = self._api_key(organization)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -44,7 +46,7 @@ class Command(BaseCommand):
             help="fail (exit 2) when this target is missed; repeatable",
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         gold_path = Path(options["gold"])
         try:
             gold = goldset_parse(name=gold_path.name, data=gold_path.read_bytes())
@@ -70,7 +72,7 @@ class Command(BaseCommand):
         self._summary(outcome.figures, folder)
         self._require(outcome.figures["targets"], options["require"])
 
-    def _progress(self, total: int):  # noqa: ANN202
+    def _progress(self, total: int) -> Callable[[EvaluationItem, int], None]:
         tty = sys.stderr.isatty()
         step = max(1, total // 10)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, required=True, help="the gold set to write")
         parser.add_argument("--articles", type=Path, help="a folder for the articles (.md)")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         source = Path(options["file"])
         try:
             articles = squad_load(source.read_bytes())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand
 
 from evaluation.tasks import evaluation_demo_task
@@ -13,6 +15,6 @@ class Command(BaseCommand):
         "ingested (on the worker; does nothing when that evaluation exists)."
     )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         evaluation_demo_task.delay()
         self.stdout.write("demo evaluation queued: see Evaluation runs in the admin")

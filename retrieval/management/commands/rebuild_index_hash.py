@@ -9,6 +9,7 @@ restore, a hand-written UPDATE) leave the digest behind until this runs.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
@@ -28,7 +29,7 @@ class Command(BaseCommand):
             "--database", action="append", default=[], metavar="ID", help="only this index"
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         databases = VectorDatabase.objects.order_by("created_at")
         if options["database"]:
             wanted = set()

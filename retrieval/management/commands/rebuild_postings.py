@@ -7,6 +7,8 @@ restore, logical replication, ``session_replication_role = replica``) do not.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 
@@ -39,7 +41,7 @@ class Command(BaseCommand):
             "--check", action="store_true", help="only compare; fail if they differ"
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(_DIFFERENCES)
             missing, stray = cursor.fetchone()

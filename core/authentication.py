@@ -9,10 +9,11 @@ client's), ``X-API-Key`` and the source-citation document's
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser
+from django.http import HttpRequest
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from documents.api_keys import api_key_verify
+from core.api_keys import api_key_verify
 from documents.models import ApiKey
 
 _KEY_HEADERS = ("HTTP_X_API_KEY", "HTTP_WIKIT_SEMANTICS_API_KEY")
@@ -52,3 +53,13 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="provenance"'
+
+
+def api_key_of(request: HttpRequest | Request) -> ApiKey | None:
+    """The API key the request authenticated with, or None (a session, or nobody).
+
+    The one place that reads ``request.auth``: DRF sets it to the key
+    :class:`ApiKeyAuthentication` returned, a plain Django request has none.
+    """
+    auth = getattr(request, "auth", None)
+    return auth if isinstance(auth, ApiKey) else None

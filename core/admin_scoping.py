@@ -7,6 +7,7 @@ through ``organization_path``) is one of their memberships.
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from django import forms
 from django.contrib import admin
@@ -15,12 +16,10 @@ from django.db import models
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
+from core.tenancy import organization_ids_of
+
 # the start of an id or hash as lists, logs and trace lines show it: 8+ hex digits
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}[0-9a-f-]{0,63}")
-
-
-def organization_ids_of(user) -> list:  # noqa: ANN001
-    return list(user.memberships.values_list("organization_id", flat=True))
 
 
 class OrganizationScopedAdmin(admin.ModelAdmin):
@@ -56,13 +55,13 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
 
     def formfield_for_foreignkey(
         self, db_field: models.ForeignKey, request: HttpRequest, **kwargs: object
-    ) -> forms.Field | None:
+    ) -> forms.ModelChoiceField | None:
         _choices_scope(db_field, request, kwargs)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def formfield_for_manytomany(
         self, db_field: models.ManyToManyField, request: HttpRequest, **kwargs: object
-    ) -> forms.Field | None:
+    ) -> forms.ModelMultipleChoiceField | None:
         _choices_scope(db_field, request, kwargs)
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
@@ -72,17 +71,17 @@ def _choices_scope(db_field: models.Field, request: HttpRequest, kwargs: dict) -
     staff member's own, never another tenant's."""
     if request.user.is_superuser:
         return
-    related = db_field.related_model
+    related = cast("type[models.Model]", db_field.related_model)  # a relation's model
     mine = organization_ids_of(request.user)
     if related._meta.label == "documents.Organization":
-        kwargs["queryset"] = related.objects.filter(pk__in=mine)
+        kwargs["queryset"] = related._default_manager.filter(pk__in=mine)
     elif related is get_user_model():
         # people of one's own organizations only; someone new is added by a superuser
-        kwargs["queryset"] = related.objects.filter(
+        kwargs["queryset"] = related._default_manager.filter(
             memberships__organization_id__in=mine
         ).distinct()
     elif any(f.name == "organization" for f in related._meta.fields):
-        kwargs["queryset"] = related.objects.filter(organization_id__in=mine)
+        kwargs["queryset"] = related._default_manager.filter(organization_id__in=mine)
 
 
 class EvidenceAdmin(OrganizationScopedAdmin):

@@ -3,7 +3,7 @@ address for anonymous callers (public apps), counted in the shared cache so ever
 web worker process sees the same counts.
 
 Past its budget a caller gets 429 in the error shape with ``Retry-After``
-(``documents/api/errors.py``). Rates are ``PROVENANCE_THROTTLE_KEY`` and
+(``core/errors.py``). Rates are ``PROVENANCE_THROTTLE_KEY`` and
 ``PROVENANCE_THROTTLE_ANON`` ("120/min"; empty or "off" for none); they are read
 on each request, so a changed setting applies at once.
 """
@@ -18,7 +18,7 @@ from django.core.management import call_command
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from documents.models import ApiKey
+from core.authentication import api_key_of
 
 
 class _SettingRateThrottle(SimpleRateThrottle):
@@ -41,8 +41,9 @@ class ApiKeyRateThrottle(_SettingRateThrottle):
     setting = "PROVENANCE_THROTTLE_KEY"
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
-        if isinstance(request.auth, ApiKey):
-            ident = f"key-{request.auth.pk}"
+        key = api_key_of(request)
+        if key is not None:
+            ident = f"key-{key.pk}"
         elif request.user is not None and request.user.is_authenticated:
             ident = f"user-{request.user.pk}"
         else:
@@ -59,7 +60,7 @@ class AnonymousRateThrottle(_SettingRateThrottle):
     setting = "PROVENANCE_THROTTLE_ANON"
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
-        if isinstance(request.auth, ApiKey) or (
+        if api_key_of(request) is not None or (
             request.user is not None and request.user.is_authenticated
         ):
             return None

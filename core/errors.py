@@ -1,5 +1,9 @@
 """One JSON error shape for every endpoint, the one OpenAI clients understand:
-``{"error": {"message", "type", "param", "code"}}``."""
+``{"error": {"message", "type", "param", "code"}}``.
+
+Views raise :class:`ApiError` for what only they know (a malformed body), and let
+a service's :class:`~core.exceptions.DomainRejected` through: the handler answers
+both in this shape."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
+
+from core.exceptions import DomainRejected
 
 _TYPES = {
     400: "invalid_request_error",
@@ -33,7 +39,7 @@ class ApiError(exceptions.APIException):
 
     def __init__(
         self, message: str, *, code: str, status_code: int = 400, param: str | None = None
-    ):
+    ) -> None:
         super().__init__(detail=message, code=code)
         self.status_code = status_code
         self.param = param
@@ -80,6 +86,10 @@ _DJANGO_CODES = {404: "not_found", 403: "permission_denied"}
 
 
 def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's answer to ``exc`` in the one error shape; a domain refusal
+    (:class:`DomainRejected`) answers with its own status, code and param."""
+    if isinstance(exc, DomainRejected):
+        exc = ApiError(exc.message, code=exc.code, status_code=exc.status, param=exc.param)
     response = exception_handler(exc, context)
     if response is None:
         return None

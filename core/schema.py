@@ -8,7 +8,7 @@ from drf_spectacular.openapi import AutoSchema
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "documents.authentication.ApiKeyAuthentication"
+    target_class = "core.authentication.ApiKeyAuthentication"
     name = ["bearerAuth", "apiKeyHeader", "wikitApiKeyHeader"]
 
     def get_security_requirement(self, auto_schema: AutoSchema) -> list[dict]:

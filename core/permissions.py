@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from documents.tenancy import organization_of
+from core.tenancy import organization_of
 
 
 class HasOrganization(BasePermission):

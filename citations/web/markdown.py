@@ -1,0 +1,219 @@
+"""Markdown as people read it: rendered on the server, then sanitised.
+
+markdown-it-py renders CommonMark plus tables and strikethrough, with raw HTML
+turned off (a ``<script>`` in a document is shown as text); nh3 (the Ammonia
+sanitiser) then keeps only the tags and attributes listed here and only
+``http``, ``https`` and ``mailto`` links, whatever the renderer let through.
+
+Cited spans and ``[n]`` markers are placed in the source as private-use
+characters before rendering and become HTML after sanitising, so the documents'
+own text can never produce them. Each marked run of text gets its own
+``<mark>``, so a highlight across blocks (a table, a list) never breaks the markup.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import nh3
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+
+Range = tuple[int, int]
+
+# private-use code points: a document's own are replaced (U+FFFD) before rendering
+OPEN, CLOSE = "\ue000", "\ue001"
+TOKEN_START, TOKEN_END = "\ue002", "\ue003"
+_PRIVATE = re.compile("[\ue000-\ue003]")
+_TOKEN = re.compile(f"{TOKEN_START}(\\d+){TOKEN_END}")
+_PIECES = re.compile(f"(<[^>]*>|{OPEN}|{CLOSE})")
+_ENCODED = re.compile(r"%EE%80%8[0-3]", re.IGNORECASE)  # a sentinel inside a link address
+
+ALLOWED_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "code",
+    "em", "strong", "s", "del", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th",
+    "td", "a",
+}  # fmt: skip
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "ol": {"start"},
+    "th": {"style"},
+    "td": {"style"},
+}
+URL_SCHEMES = {"http", "https", "mailto"}
+_ALIGN = re.compile(r"^text-align:(left|right|center)$")
+
+_renderer = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+_renderer.enable(["table", "strikethrough"])
+
+
+def _image_as_text(renderer: object, tokens: list, index: int, options: object, env: object) -> str:
+    """A document's image is shown as its description: the address is the
+    original file's, which the site does not serve, and no page may fetch it."""
+    alt = "".join(child.content for child in tokens[index].children or [])
+    return escape(f"[image: {alt}]" if alt else "[image]")
+
+
+_renderer.add_render_rule("image", _image_as_text)
+
+# a document's headings sit under the page's own (h1 page, h2 panel, h3 part): they
+# start at h4, so the page's outline stays the page's
+HEADING_OFFSET = 3
+
+
+def _heading(renderer: Any, tokens: list, index: int, options: object, env: object) -> str:
+    token = tokens[index]
+    token.tag = f"h{min(6, int(token.tag[1]) + HEADING_OFFSET)}"
+    return str(renderer.renderToken(tokens, index, options, env))
+
+
+_renderer.add_render_rule("heading_open", _heading)
+_renderer.add_render_rule("heading_close", _heading)
+
+
+def _attribute(tag: str, name: str, value: str) -> str | None:
+    """A table cell keeps only its alignment."""
+    if name == "style":
+        return value if _ALIGN.match(value.replace(" ", "")) else None
+    return value
+
+
+def sanitised(html: str) -> str:
+    """``html`` with only the allowed tags, attributes and link schemes."""
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes=URL_SCHEMES,
+        link_rel="noopener noreferrer nofollow",
+        attribute_filter=_attribute,
+        strip_comments=True,
+    )
+
+
+def _balanced_marks(html: str) -> str:
+    """Sentinels to ``<mark>`` elements around each marked run of text, so a mark
+    never straddles a tag nor sits where text may not (between table rows)."""
+    out, inside = [], False
+    for piece in _PIECES.split(html):
+        if piece in (OPEN, CLOSE):
+            inside = piece == OPEN
+        elif inside and piece.strip() and not piece.startswith("<"):
+            out += ["<mark>", piece, "</mark>"]
+        else:
+            out.append(piece)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """``text[start:end]`` shown as ``html`` (made by the caller, e.g. an ``[n]`` link)."""
+
+    start: int
+    end: int
+    html: str
+
+
+# what opens a line's block (heading, list item, quote, table cell): a highlight
+# starts after it, or the line would no longer be that block
+_BLOCK_START = re.compile(
+    r"(?:[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d{1,9}[.)][ \t]+|>[ \t]?|\|[ \t]*))*"
+)
+# lines a sentinel must not touch: a table's delimiter row, a code fence
+_DELIMITER_CELL = r"[ \t]*:?-+:?[ \t]*"
+_SYNTAX_LINE = re.compile(
+    rf"^[ \t]*(?:\|?{_DELIMITER_CELL}(?:\|{_DELIMITER_CELL})*\|?|`{{3,}}.*|~{{3,}}.*)[ \t]*$"
+)
+_ROW_END = re.compile(r"[ \t]*\|[ \t]*$")
+
+
+def _line_at(text: str, at: int) -> tuple[int, int]:
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return start, len(text) if end < 0 else end
+
+
+def _open_at(text: str, at: int) -> int:
+    """Where a highlight starting at ``at`` may open without breaking a block."""
+    for _ in range(3):
+        start, end = _line_at(text, at)
+        if _SYNTAX_LINE.match(text[start:end]):
+            at = min(end + 1, len(text))
+            continue
+        if not text[start:at].strip(" \t#>|-*+.)0123456789"):
+            at = max(at, _BLOCK_START.match(text, start, end).end())
+        return at
+    return at
+
+
+def _close_at(text: str, at: int) -> int:
+    """Where a highlight ending at ``at`` may close: not after a row's last pipe."""
+    for _ in range(3):
+        start, end = _line_at(text, at)
+        if at == start and at > 0:
+            at -= 1  # the end of the line before
+            continue
+        if _SYNTAX_LINE.match(text[start:end]):
+            at = max(start - 1, 0)
+            continue
+        trailing = _ROW_END.search(text, start, at)
+        if trailing and trailing.end() == at and "|" in text[start : trailing.start()]:
+            at = trailing.start()
+        return at
+    return at
+
+
+def _with_sentinels(
+    text: str, ranges: Iterable[Range], base: int, replacements: Sequence[Replacement]
+) -> str:
+    """``text`` with a sentinel at each range's start and end and each replaced span
+    turned into a numbered token (offsets are ``text``'s own)."""
+    end_of_text = base + len(text)
+    events: list[tuple[int, int, str]] = []
+    for a, b in ranges:
+        if a < end_of_text and b > base and b > a:
+            first = _open_at(text, max(a, base) - base)
+            last = _close_at(text, min(b, end_of_text) - base)
+            if last > first:
+                events += [(first, 1, OPEN), (last, 0, CLOSE)]
+    for index, replacement in enumerate(replacements):
+        events.append((replacement.start, 2, token(index, replacement.end)))
+    parts, cursor = [], 0
+    for at, _, what in sorted(events):
+        if at < cursor:
+            at = cursor
+        parts.append(text[cursor:at])
+        if what.startswith(TOKEN_START):
+            parts.append(what[: what.index(TOKEN_END) + 1])
+            cursor = max(cursor, int(what[what.index(TOKEN_END) + 1 :]))
+        else:
+            parts.append(what)
+            cursor = at
+    parts.append(text[cursor:])
+    return "".join(parts)
+
+
+def markdown_html(
+    text: str,
+    ranges: Iterable[Range] = (),
+    *,
+    base: int = 0,
+    replacements: Sequence[Replacement] = (),
+) -> SafeString:
+    """``text`` rendered and sanitised, with ``<mark>`` around ``ranges`` (offsets
+    from ``base``, the offset of ``text[0]``) and ``replacements`` put in place."""
+    clean = _PRIVATE.sub("\ufffd", text)  # same length: the offsets still hold
+    source = _with_sentinels(clean, ranges, base, replacements)
+    html = _ENCODED.sub("", sanitised(_renderer.render(source)))
+    html = _balanced_marks(html)
+    html = _TOKEN.sub(lambda m: replacements[int(m.group(1))].html, html)
+    return mark_safe(html)  # noqa: S308 - sanitised by nh3; marks and tokens are ours
+
+
+def token(index: int, end: int) -> str:
+    """A replacement's sentinel, carrying where its span ends (stripped when placed)."""
+    return f"{TOKEN_START}{index}{TOKEN_END}{end}"

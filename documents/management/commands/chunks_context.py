@@ -1,0 +1,38 @@
+"""Give the chunks made before contexts existed their context, by ingesting their
+files again (documents/chunk_context.py)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from documents.ingestion import file_reconvert
+from documents.models import Chunk, File, FileStatus
+
+REASON = "chunk contexts: each chunk embedded and indexed with the record it belongs to"
+
+
+class Command(BaseCommand):
+    help = (
+        "Convert, chunk and embed again every current file whose retrievable chunks have "
+        "no context; answers keep citing the chunks they cited."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--organization", help="only this organization's files (its name)")
+        parser.add_argument("--dry-run", action="store_true", help="only list the files")
+
+    def handle(self, *args: object, **options: object) -> None:
+        without = Chunk.objects.filter(is_retrievable=True, context="").values("file_id")
+        files = File.objects.filter(
+            pk__in=without, status=FileStatus.READY, deleted_at__isnull=True
+        ).order_by("created_at")
+        if options["organization"]:
+            files = files.filter(organization__name=options["organization"])
+        queued = 0
+        for record in files:
+            if options["dry_run"]:
+                self.stdout.write(f"{record.pk} {record.name}")
+                continue
+            queued += file_reconvert(file=record, reason=REASON, origin="command")
+        if not options["dry_run"]:
+            self.stdout.write(f"{queued} file(s) queued for a new ingestion")

@@ -1,0 +1,45 @@
+"""A response whose answering process died stays ``in_progress`` only until the
+stale-answer sweep: then a client polling it reads ``failed`` and why."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from citations.llm_apps import app_create
+from citations.models import App, ResponseRecord, ResponseStatus
+from citations.tasks import sweep_stale_answers
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def _record(app: App, age: timedelta) -> ResponseRecord:
+    record = ResponseRecord.objects.create(
+        organization=app.organization, app=app, question="How long are invoices kept?"
+    )
+    ResponseRecord.objects.filter(pk=record.pk).update(created_at=timezone.now() - age)
+    return record
+
+
+def test_the_sweep_fails_a_stale_response_and_leaves_a_fresh_one(settings):
+    organization = factories.organization("Acme")
+    factories.data_source(organization, "Policies")
+    app = app_create(organization=organization, name="HR", data_source_names=["Policies"])
+    stale_seconds = settings.PROVENANCE_QUERY_STALE_SECONDS
+    stale = _record(app, timedelta(seconds=stale_seconds + 5))
+    fresh = _record(app, timedelta(seconds=0))
+
+    assert str(stale.pk) in sweep_stale_answers()
+
+    stale.refresh_from_db(), fresh.refresh_from_db()
+    assert stale.status == ResponseStatus.FAILED and stale.completed_at is not None
+    assert stale.error_message.startswith("abandoned:")
+    assert fresh.status == ResponseStatus.IN_PROGRESS
+    key = factories.api_key(organization)
+    reply = Client(HTTP_AUTHORIZATION=f"Bearer {key}").get(f"/v1/responses/{stale.pk}").json()
+    assert reply["status"] == "failed" and reply["error"]["code"] == "server_error"
+    assert str(stale.pk) not in sweep_stale_answers()  # swept once
