@@ -8,6 +8,8 @@ scores, the index identity, the validator result and the audit-chain status.
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -122,7 +124,7 @@ class QuotedSourceInline(ReadOnlyInline):
         "score",
         "retriever_type",
     ]
-    readonly_fields = fields
+    readonly_fields = cast("list[str]", fields)  # the stubs widen fields to groups
 
 
 @admin.register(QueryExecution)
@@ -252,10 +254,10 @@ def evidence_context(execution: QueryExecution) -> dict:
     hits = list(
         RetrievalHit.objects.filter(query=execution).select_related("file").order_by("k_pos")
     )
-    for source in sources:
-        source.chunk_admin_url = reverse("admin:documents_chunk_change", args=[source.chunk_id])
-        source.file_admin_url = reverse("admin:documents_file_change", args=[source.file_id])
-        source.download_url = reverse("admin:documents_file_download", args=[source.file_id])
+    for source in sources:  # links the template shows beside each source (no model fields)
+        source.chunk_admin_url = reverse("admin:documents_chunk_change", args=[source.chunk_id])  # type: ignore[attr-defined]
+        source.file_admin_url = reverse("admin:documents_file_change", args=[source.file_id])  # type: ignore[attr-defined]
+        source.download_url = reverse("admin:documents_file_download", args=[source.file_id])  # type: ignore[attr-defined]
     validation = query_validate(execution=execution)
     return {
         "execution": execution,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rest_framework.exceptions import PermissionDenied
+
 from core.authentication import api_key_of
 from core.tenancy import organization_of
 
@@ -46,6 +48,14 @@ class Caller:
             origin=client_address(request),
             user_agent=agent or None,
         )
+
+    @property
+    def member_organization(self) -> Organization:
+        """The organization of a caller ``HasOrganization`` let through (the API's
+        default permission: it refuses a caller without one)."""
+        if self.organization is None:
+            raise PermissionDenied("no organization")
+        return self.organization
 
     @property
     def label(self) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rest_framework.exceptions import PermissionDenied
+
 from core.authentication import api_key_of
 from documents.models import Organization, OrganizationMember
 
@@ -26,6 +28,15 @@ def organization_of(request: HttpRequest | Request) -> Organization | None:
         return None
     membership = user.memberships.select_related("organization").order_by("id").first()
     return membership.organization if membership else None
+
+
+def member_organization(request: HttpRequest | Request) -> Organization:
+    """``organization_of`` in a view ``HasOrganization`` guards (the API's default
+    permission), which refused every request without one before the view ran."""
+    organization = organization_of(request)
+    if organization is None:
+        raise PermissionDenied("no organization")
+    return organization
 
 
 def organization_ids_of(user: AbstractBaseUser | AnonymousUser) -> list[uuid.UUID]:

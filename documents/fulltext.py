@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import regex
 from django.db.models import Expression, Func, TextField, Value
+from django.db.models.expressions import Combinable
 
 # every chunk's search_vector is made with this Postgres text search configuration
 TEXT_SEARCH_CONFIG = "english"
@@ -86,7 +87,7 @@ def spaced_scripts(text: Expression) -> Func:
 CONTEXT_LABELS = "^(?:Document|Section|Page|Record|Columns): "
 
 
-def indexed_text(text: Expression, context: Expression) -> Func:
+def indexed_text(text: Combinable, context: Combinable) -> Func:
     """What a chunk's ``search_vector`` is made of: its text, then its context (the
     record it belongs to) without the lines' labels. An empty context adds no lexeme."""
     bare_context = Func(

@@ -416,7 +416,7 @@ def _page_words(record: File) -> DocumentWords | None:
     try:
         with original_open(record.storage_key) as handle:
             data = handle.read()
-    except Exception as error:  # noqa: BLE001 - storage: never fails the file
+    except Exception as error:  # storage: never fails the file
         logger.warning("boxes of %s stay whole lines: %s", record.pk, error)
         return None
     packed = _page_words_read(data, str(record.pk))
@@ -432,7 +432,7 @@ def _page_words_read(data: bytes, file_id: str) -> bytes | None:
             timeout_s=settings.PROVENANCE_CONVERT_TIMEOUT_SECONDS,
             memory_mb=settings.PROVENANCE_CONVERT_MEMORY_MB,
         )
-    except Exception as error:  # noqa: BLE001 - sandbox: never fails the file
+    except Exception as error:  # sandbox: never fails the file
         logger.warning("boxes of %s stay whole lines: %s", file_id, error)
         return None
 
@@ -442,7 +442,7 @@ def _words_unpacked(packed: bytes, file_id: object) -> DocumentWords | None:
     unpacked (damaged, or too large for memory)."""
     try:
         return DocumentWords(words_unpack(packed))
-    except Exception as error:  # noqa: BLE001 - never fails the file
+    except Exception as error:  # never fails the file
         logger.warning("words of %s unreadable: %s", file_id, error)
         return None
 

@@ -163,7 +163,8 @@ class MiniLmEmbedder:
         self.precision = "bf16" if requested == "bf16" and cpu_has_fast_bf16() else "fp32"
         self.model_dir = Path(get_model_path())
         self.model = SentenceTransformer(str(self.model_dir), device="cpu")
-        self.model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}
+        # torch types a module's attributes as Tensor | Module: this one is a plain dict
+        self.model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}  # type: ignore[assignment]
         self._query_encoder: Any = None
         self._encoders_loading = threading.Lock()
         self._threads = threads or os.cpu_count() or 1

@@ -372,6 +372,7 @@ class HybridSearch:
         ]
 
     def _lexical_into(self, params: dict[str, Any]) -> None:
+        assert self._lexical is not None  # started with the search
         lexical = self._lexical.result()
         params.update(
             lexical_ids=[row[0] for row in lexical], lexical_scores=[row[1] for row in lexical]

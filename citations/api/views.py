@@ -189,10 +189,11 @@ class CitationValidateView(APIView):
         responses={200: CitationValidateOutput, **error_responses(400, 415)},
     )
     def post(self, request: Request) -> Response:
-        items = request.data.get("citations") if isinstance(request.data, dict) else None
+        data = request.data if isinstance(request.data, dict) else {}
+        items = data.get("citations")
         if not isinstance(items, list):
             raise ValidationError({"citations": "a list of citation payloads is required"})
-        allow_cross = request.data.get("allow_cross_section", False)
+        allow_cross = data.get("allow_cross_section", False)
         if not isinstance(allow_cross, bool):  # "false" is a string, and truthy
             raise ApiError(
                 "'allow_cross_section' must be true or false",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django import template
 
-from citations.web.markdown import markdown_html
 from citations.web.rendering import readable
+from core.markdown import markdown_html
 
 register = template.Library()
 
 register.filter("readable", readable)
-register.filter("markdown", markdown_html)  # rendered and sanitised; see web/markdown.py
+register.filter("markdown", markdown_html)  # rendered and sanitised; see core/markdown.py

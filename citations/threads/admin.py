@@ -3,6 +3,8 @@ that wrote an answer and the query execution holding its evidence."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib import admin
 
 from citations.models import Message, Run, Thread
@@ -12,7 +14,7 @@ from core.admin_scoping import EvidenceAdmin, ReadOnlyInline
 class MessageInline(ReadOnlyInline):
     model = Message
     fields = ["created_at", "role", "content", "run", "query"]
-    readonly_fields = fields
+    readonly_fields = cast("list[str]", fields)  # the stubs widen fields to groups
     ordering = ["created_at", "id"]
 
 
@@ -20,7 +22,7 @@ class RunInline(ReadOnlyInline):
     model = Run
     fk_name = "thread"
     fields = ["created_at", "status", "app", "query", "error_message"]
-    readonly_fields = fields
+    readonly_fields = cast("list[str]", fields)  # the stubs widen fields to groups
 
 
 @admin.register(Thread)

@@ -67,9 +67,10 @@ def _usage(run: Run, attempts: Iterable[int]) -> dict[str, int]:
 def _hits_of(step: ReasoningStep, hits: list[RetrievalHit]) -> list[RetrievalHit]:
     """The step's own retrieval (its range of k_pos) among the answer's hits, as
     ``reasoning.selectors.step_hits`` reads it."""
-    if step.hits_from is None:
+    low, high = step.hits_from, step.hits_to
+    if low is None or high is None:  # set together: a step that searched
         return []
-    return [hit for hit in hits if step.hits_from <= hit.k_pos <= step.hits_to]
+    return [hit for hit in hits if low <= hit.k_pos <= high]
 
 
 def _usage_of(calls: list[tuple[int, int | None, int | None]], attempts: Iterable[int]) -> dict:
@@ -93,15 +94,17 @@ def run_steps_of(*, run: Run) -> list[RunStep]:
     answer is recorded, and none for a run that failed)."""
     if run.query_id is None or run.status not in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         return []
-    stored = list(steps_of(execution=run.query))
+    execution = run.query
+    assert execution is not None  # query_id is set
+    stored = list(steps_of(execution=execution))
     if stored:
         # every step's hits and model calls in one query each, not one per step
         hits = list(
-            run.query.hits.select_related("file", "chunk")
+            execution.hits.select_related("file", "chunk")
             .defer("chunk__embedding")
             .order_by("k_pos")
         )
-        calls = list(run.query.model_calls.values_list("attempt", "input_tokens", "output_tokens"))
+        calls = list(execution.model_calls.values_list("attempt", "input_tokens", "output_tokens"))
         found = [
             RunStep(
                 id=_id(run, f"file_search:{step.step_number}"),
@@ -120,16 +123,16 @@ def run_steps_of(*, run: Run) -> list[RunStep]:
             for step in stored
         ]
     else:
-        hits = run.query.hits.select_related("file", "chunk").defer("chunk__embedding")
-        calls = run.query.model_calls.values_list("attempt", flat=True)
+        answer_hits = execution.hits.select_related("file", "chunk").defer("chunk__embedding")
+        attempts = execution.model_calls.values_list("attempt", flat=True)
         found = [
             RunStep(
                 id=_id(run, "file_search:1"),
                 kind="tool_calls",
                 number=1,
-                hits=list(hits.order_by("k_pos")),
+                hits=list(answer_hits.order_by("k_pos")),
                 metadata={"step_number": "1", "query_id": str(run.query_id)},
-                usage=_usage(run, calls),
+                usage=_usage(run, attempts),
             )
         ]
     message = Message.objects.filter(run=run, role=MessageRole.ASSISTANT).first()

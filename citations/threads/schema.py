@@ -5,6 +5,8 @@ codes and ``param`` paths; these serializers only describe)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema_field
 from rest_framework import serializers
@@ -23,7 +25,7 @@ RUN_EVENTS = OpenApiResponse(
 )
 
 
-def _metadata(**kwargs: object) -> serializers.DictField:
+def _metadata(**kwargs: Any) -> serializers.DictField:
     return serializers.DictField(
         child=serializers.CharField(max_length=512),
         help_text="At most 16 keys of at most 64 characters; string values.",

@@ -93,10 +93,13 @@ def _usage(run: Run) -> dict[str, int]:
     """The tokens the run's model calls spent (``selectors.runs_of`` sums them; the
     extractive generator spends none)."""
     if not hasattr(run, "prompt_tokens") and run.query_id is not None:
-        totals = run.query.model_calls.aggregate(
+        execution = run.query
+        assert execution is not None  # query_id is set
+        totals = execution.model_calls.aggregate(
             prompt_tokens=Sum("input_tokens"), completion_tokens=Sum("output_tokens")
         )
-        run.prompt_tokens, run.completion_tokens = (
+        # the attributes runs_of annotates, set here for a run read without them
+        run.prompt_tokens, run.completion_tokens = (  # type: ignore[attr-defined]
             totals["prompt_tokens"],
             totals["completion_tokens"],
         )

@@ -176,7 +176,8 @@ def _instructions(app: App, instructions: object, additional: object) -> str:
                 f"{name} must be a string", code="invalid_instructions", param=name
             )
     base = instructions if isinstance(instructions, str) else app.prompt
-    return "\n\n".join(part for part in (base, additional or "") if part)
+    extra = additional if isinstance(additional, str) else ""  # else None (checked above)
+    return "\n\n".join(part for part in (base, extra) if part)
 
 
 @transaction.atomic

@@ -38,7 +38,7 @@ from citations.threads.serializers import (
 )
 from core.caller import Caller
 from core.errors import error_responses
-from core.tenancy import organization_of
+from core.tenancy import member_organization
 
 POLL_AFTER_MS = "250"  # create_and_poll waits this long between polls
 LIST_PARAMETERS = [
@@ -66,7 +66,7 @@ class _View(APIView):
     # views below that have none of their own, so it stays as clients have read it
 
     def thread(self, request: Request, thread_id: str) -> Thread:
-        return selectors.thread_get(organization=organization_of(request), thread_id=thread_id)
+        return selectors.thread_get(organization=member_organization(request), thread_id=thread_id)
 
 
 class ThreadsView(_View):
@@ -78,7 +78,7 @@ class ThreadsView(_View):
     def post(self, request: Request) -> Response:
         body, caller = _body(request), Caller.from_request(request)
         thread = services.thread_create(
-            organization=caller.organization,
+            organization=caller.member_organization,
             metadata=body.get("metadata"),
             messages=body.get("messages"),
             caller=caller.label,
@@ -171,7 +171,7 @@ class RunsView(_View):
         run = services.run_create(
             thread=thread,
             app=selectors.assistant_get(
-                organization=caller.organization, assistant_id=body["assistant_id"]
+                organization=caller.member_organization, assistant_id=body["assistant_id"]
             ),
             user=caller.user,
             api_key=caller.api_key,

@@ -9,6 +9,7 @@ execution, as a run's message is).
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from citations.models import Message, MessageRole, QueryExecution, Thread
@@ -56,7 +57,7 @@ def conversation_thread(*, execution: QueryExecution) -> Thread:
     return thread
 
 
-def follow_up_ask(*, previous: QueryExecution, question: str, user: object) -> QueryExecution:
+def follow_up_ask(*, previous: QueryExecution, question: str, user: User) -> QueryExecution:
     """Ask ``question`` after ``previous`` in the same thread, searched with the
     earlier turns (``retrieval_context``); raises ``ThreadRejected`` (bad message)
     or ``QueryRejected``/``ModelError`` as ``query_execute`` does."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from citations.web.markdown import Replacement, markdown_html
+from core.markdown import Replacement, markdown_html
 
 Range = tuple[int, int]
 

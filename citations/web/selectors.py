@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
@@ -36,7 +37,7 @@ def app_of(*, organization: Organization, app_id: str) -> App:
     return app
 
 
-def query_of_user(*, organization: Organization, user: object, query_id: str) -> QueryExecution:
+def query_of_user(*, organization: Organization, user: User, query_id: str) -> QueryExecution:
     """One of the user's own answers, or 404 (other users and tenants alike)."""
     execution = (
         QueryExecution.objects.select_related("app")
@@ -48,7 +49,7 @@ def query_of_user(*, organization: Organization, user: object, query_id: str) ->
     return execution
 
 
-def history_page(*, organization: Organization, user: object, number: str | None) -> Page:
+def history_page(*, organization: Organization, user: User, number: str | None) -> Page:
     """The user's questions, newest first, with the files their sources cite."""
     cited = QuotedSource.objects.select_related("file").only(
         "query_id", "quoted_as", "file__superseded_at", "file__deleted_at"

@@ -8,12 +8,19 @@ Django silently strips path parts from upload names; we want to refuse
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
+from typing import IO, Any
 
 from django.conf import settings
 from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
 from django.http.multipartparser import MultiPartParserError
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import DataAndFiles, JSONParser, MultiPartParser, get_encoding
+from rest_framework.parsers import (  # type: ignore[attr-defined]  # get_encoding: no stub
+    DataAndFiles,
+    JSONParser,
+    MultiPartParser,
+    get_encoding,
+)
 from rest_framework.utils import json
 
 from core.errors import ApiError
@@ -30,14 +37,20 @@ class _RawNameParser(DjangoMultiPartParser):
 class RawNameMultiPartParser(MultiPartParser):
     """DRF's multipart parser, keeping raw file names for validation."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> DataAndFiles:
         parser_context = parser_context or {}
         request = parser_context["request"]
         encoding = parser_context.get("encoding", "utf-8")
         meta = request.META.copy()
         meta["CONTENT_TYPE"] = media_type
         try:  # a refused name (UploadRejected) answers as any refusal does: core.errors
-            parser = _RawNameParser(meta, stream, request.upload_handlers, encoding)
+            # the request's body stream: DRF's stubs say IO, Django's a protocol IO does not meet
+            parser = _RawNameParser(meta, stream, request.upload_handlers, encoding)  # type: ignore[arg-type]
             data, files = parser.parse()
             return DataAndFiles(data, files)
         except MultiPartParserError as exc:
@@ -51,7 +64,12 @@ class StorableJSONParser(JSONParser):
     decoded: the decoder would recurse), and text PostgreSQL cannot store with 400
     ``unstorable_text`` naming the field (see ``storable_text``)."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self,
+        stream: IO[Any],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:  # any JSON value (the stubs say a dict)
         raw = _read_bounded(stream, settings.PROVENANCE_MAX_JSON_BODY_BYTES)
         try:
             text = raw.decode(get_encoding(parser_context or {}))
@@ -67,7 +85,7 @@ class StorableJSONParser(JSONParser):
         return data
 
 
-def _read_bounded(stream, limit: int) -> bytes:
+def _read_bounded(stream: IO[bytes] | None, limit: int) -> bytes:
     """The body's bytes, or 413 once more than ``limit`` arrive (the rest unread)."""
     raw = stream.read(limit + 1) if stream is not None else b""
     if len(raw) > limit:

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from audit.events import document_event_record
 from core.caller import Caller
 from core.errors import ApiError, error_responses
-from core.tenancy import organization_of
+from core.tenancy import member_organization
 from documents import ingestion, selectors
 from documents.api.parsers import RawNameMultiPartParser
 from documents.api.serializers import (
@@ -52,7 +52,7 @@ class FileUploadView(APIView):
         form.is_valid(raise_exception=True)
         upload, caller = form.validated_data["file"], Caller.from_request(request)
         source = data_source_for(
-            organization=caller.organization, name=form.validated_data["data_source"]
+            organization=caller.member_organization, name=form.validated_data["data_source"]
         )
         result = file_upload(
             data_source=source,
@@ -72,7 +72,7 @@ class FileDetailView(APIView):
 
     @extend_schema(responses={200: FileOutput, **error_responses(404)})
     def get(self, request: Request, file_id: str) -> Response:
-        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        record = selectors.file_get(organization=member_organization(request), file_id=file_id)
         return Response(file_output(record, request))
 
     @extend_schema(
@@ -82,7 +82,7 @@ class FileDetailView(APIView):
     def delete(self, request: Request, file_id: str) -> Response:
         """Hide the document from retrieval (all revisions); evidence and bytes stay."""
         caller = Caller.from_request(request)
-        record = selectors.file_get(organization=caller.organization, file_id=file_id)
+        record = selectors.file_get(organization=caller.member_organization, file_id=file_id)
         reason = FileDeleteInput.reason_from(request.data)
         try:
             ingestion.file_delete(
@@ -109,7 +109,7 @@ class FileCancelView(APIView):
         """The file ends ``failed`` with "cancelled by …" (a file being converted again:
         ``ready`` on its previous conversion); 409 when it is not being ingested."""
         caller = Caller.from_request(request)
-        record = selectors.file_get(organization=caller.organization, file_id=file_id)
+        record = selectors.file_get(organization=caller.member_organization, file_id=file_id)
         reason = FileCancelInput.reason_from(request.data)
         try:
             ingestion.file_cancel(
@@ -138,7 +138,7 @@ class FileContentView(APIView):
     )
     def get(self, request: Request, file_id: str) -> FileResponse:
         caller = Caller.from_request(request)
-        record = selectors.file_get(organization=caller.organization, file_id=file_id)
+        record = selectors.file_get(organization=caller.member_organization, file_id=file_id)
         document_event_record(
             kind="download",
             file=record,
@@ -154,7 +154,7 @@ class FileMarkdownView(APIView):
 
     @extend_schema(responses={200: FileMarkdownOutput, **error_responses(404, 409)})
     def get(self, request: Request, file_id: str) -> Response:
-        record = selectors.file_get(organization=organization_of(request), file_id=file_id)
+        record = selectors.file_get(organization=member_organization(request), file_id=file_id)
         markdown = selectors.markdown_active(file=record)
         if markdown is None and record.status == FileStatus.FAILED:
             raise ApiError(
@@ -178,6 +178,6 @@ class ChunkDetailView(APIView):
     @extend_schema(responses={200: ChunkOutput, **error_responses(404)})
     def get(self, request: Request, database_id: str, chunk_id: str) -> Response:
         chunk = selectors.chunk_get(
-            organization=organization_of(request), database_id=database_id, chunk_id=chunk_id
+            organization=member_organization(request), database_id=database_id, chunk_id=chunk_id
         )
         return Response(chunk_output(chunk))

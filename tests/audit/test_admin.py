@@ -77,6 +77,18 @@ def test_the_answer_page_shows_the_whole_chain(trail, answers):
     assert f"<blockquote>{escape(source.chunk_text)}</blockquote>" in html
 
 
+def test_the_chunk_page_shows_the_chunk_rendered_beside_its_stored_text(trail, answers):
+    acme, _ = answers
+    source = acme.quoted_sources.get(quoted_as="1")
+    page = _officer(trail.acme).get(f"/admin/documents/chunk/{source.chunk_id}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    rendered = html.split('<div class="rendered-markdown">', 1)[1].split("</div>", 1)[0]
+    assert "<h5>Retention</h5>" in rendered  # headings as headings, below the page's own
+    assert "<p>Invoices are kept for seven years" in rendered
+    assert "## Retention" in html  # and the stored Markdown, byte for byte, in its field
+
+
 def test_search_and_filters_find_the_answer_without_n_plus_one(
     trail, answers, django_assert_max_num_queries
 ):

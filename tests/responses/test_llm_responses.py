@@ -20,13 +20,13 @@ openai_server = llm_support.openai_server
 QUESTION = "How long are recordings kept?"
 
 
-def _client(library) -> APIClient:  # noqa: ANN001
+def _client(library) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
     return client
 
 
-def _events(response) -> list[tuple[str, dict]]:  # noqa: ANN001
+def _events(response) -> list[tuple[str, dict]]:
     body = b"".join(response.streaming_content).decode()
     events = []
     for block in body.strip().split("\n\n"):

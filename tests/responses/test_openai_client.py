@@ -155,7 +155,7 @@ def test_it_answers_with_annotations_that_lead_to_the_quoted_passage(celery_work
     _it_raises_the_clients_typed_errors(live_server.url, tenant, response.id, store)
 
 
-def _it_raises_the_clients_typed_errors(url: str, tenant, response_id: str, store: str) -> None:  # noqa: ANN001
+def _it_raises_the_clients_typed_errors(url: str, tenant, response_id: str, store: str) -> None:
     stranger = factories.organization("Globex")
     factories.data_source(stranger, "Globex docs")
     their_app = app_create(organization=stranger, name="Globex", data_source_names=["Globex docs"])

@@ -47,14 +47,14 @@ class Rows:
     client: Client  # a superuser's: every organization's rows are listed
 
 
-def _members(orgs: list) -> None:  # noqa: ANN001
+def _members(orgs: list) -> None:
     for n, org in enumerate(orgs):
         user = get_user_model().objects.create_user(f"member{n}", password="pass-123-xyz")
         OrganizationMember.objects.create(organization=org, user=user)
         factories.api_key(org)
 
 
-def _answers(org, tmp: Path) -> None:  # noqa: ANN001
+def _answers(org, tmp: Path) -> None:
     """Single, stepped and model answers, thread runs, feedback and evaluation runs."""
     single = app_create(organization=org, name="Single", data_source_names=["Policies"])
     stepped = app_create(
@@ -105,7 +105,7 @@ def _seed(tmp: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def rows(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Rows]:  # noqa: ANN001
+def rows(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Rows]:
     with (
         django_db_blocker.unblock(),
         model_servers.openai_server() as server,

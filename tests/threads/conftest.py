@@ -111,7 +111,7 @@ class Http:
         for name, value in headers.items():
             request.add_header(name.replace("_", "-"), value)
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=60) as response:
                 return Reply(response.status, dict(response.headers), response.read())
         except urllib.error.HTTPError as error:
             return Reply(error.code, dict(error.headers), error.read())

@@ -63,7 +63,7 @@ class Documented:
         self.schema = generated_schema()
         self.checked: list[str] = []
 
-    def __call__(self, reply, path: str, method: str = "get") -> dict:  # noqa: ANN001
+    def __call__(self, reply, path: str, method: str = "get") -> dict:
         body = reply.json()
         assert_documented(self.schema, reply.status, body, path, method)
         self.checked.append(f"{method} {path} {reply.status}")

@@ -31,6 +31,7 @@ def _ask(client: openai.OpenAI, thread_id: str, assistant_id: str, question: str
 
 
 def _first_cited_document(message: Message) -> str:
+    assert message.metadata is not None
     execution = QueryExecution.objects.get(pk=message.metadata["query_id"])
     return execution.quoted_sources.get(quoted_as="1").document_name
 

@@ -18,7 +18,7 @@ llm_library, fast_retries = llm_support.llm_library, llm_support.fast_retries
 openai_server, anthropic_server = llm_support.openai_server, llm_support.anthropic_server
 
 
-def _run(library, app, **options):  # noqa: ANN001, ANN003, ANN202
+def _run(library, app, **options):
     thread = services.thread_create(organization=library.organization)
     services.message_create(thread=thread, role="user", content="How long are recordings kept?")
     run = services.run_create(thread=thread, app=app, **options)

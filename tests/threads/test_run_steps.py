@@ -22,7 +22,7 @@ pytestmark = [
 CONTENT = "step_details.tool_calls[*].file_search.results[*].content"
 
 
-def _stepped_tenant(name: str = "Initech"):  # noqa: ANN202
+def _stepped_tenant(name: str = "Initech"):
     tenant = tenant_with(
         name,
         {
@@ -36,7 +36,7 @@ def _stepped_tenant(name: str = "Initech"):  # noqa: ANN202
     return tenant
 
 
-def _run(client: openai.OpenAI, app_id: str, question: str):  # noqa: ANN202
+def _run(client: openai.OpenAI, app_id: str, question: str):
     thread = client.beta.threads.create()
     client.beta.threads.messages.create(thread_id=thread.id, role="user", content=question)
     run = client.beta.threads.runs.create_and_poll(

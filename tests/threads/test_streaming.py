@@ -36,11 +36,11 @@ class Recorder(AssistantEventHandler):
         self.text = ""
 
     @override
-    def on_event(self, event) -> None:  # noqa: ANN001
+    def on_event(self, event) -> None:
         self.names.append(event.event)
 
     @override
-    def on_text_delta(self, delta, snapshot) -> None:  # noqa: ANN001
+    def on_text_delta(self, delta, snapshot) -> None:
         self.text += delta.value or ""
 
 

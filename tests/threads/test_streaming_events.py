@@ -18,7 +18,7 @@ from tests import factories
 ANSWER = "Invoices are kept for seven years [1] and travel receipts for ten years [2] [3]."
 
 
-def _parse(chunks) -> list[tuple[str, object]]:  # noqa: ANN001
+def _parse(chunks) -> list[tuple[str, object]]:
     events = []
     for block in b"".join(chunks).decode().strip().split("\n\n"):
         name, data = block.split("\n", 1)
@@ -50,7 +50,7 @@ def _marker(number: str) -> dict:
 
 
 @pytest.fixture
-def run(db) -> Run:  # noqa: ANN001
+def run(db) -> Run:
     org = factories.organization("Acme")
     factories.data_source(org, "Policies")
     app = app_create(organization=org, name="Assistant", data_source_names=["Policies"])

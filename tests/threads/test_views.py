@@ -46,7 +46,7 @@ def _listed(client: Client, path: str) -> tuple[int, int]:
 
 
 @pytest.fixture
-def conversation(steps_library):  # noqa: ANN001, ANN201
+def conversation(steps_library):
     app = steps_library.app(name="Single", reasoning="single")
     thread = services.thread_create(organization=steps_library.organization)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {steps_library.key}")

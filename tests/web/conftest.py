@@ -4,10 +4,11 @@ ingested in-process by the real pipeline stages (no worker needed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.test import Client
 
 from citations.llm_apps import app_create
@@ -16,7 +17,7 @@ from documents import ingestion
 from documents.models import DataSource, File, Organization, OrganizationMember
 from tests import factories
 
-PASSWORD = "correct horse battery staple"  # noqa: S105 - a test login
+PASSWORD = "correct horse battery staple"  # a test login
 
 REMOTE_WORK = (
     b"# Remote work charter\n\n"
@@ -39,7 +40,7 @@ REMOTE_WORK = (
 )
 
 
-def member_of(org: Organization, username: str) -> AbstractBaseUser:
+def member_of(org: Organization, username: str) -> User:
     user = get_user_model().objects.create_user(username, f"{username}@example.com", PASSWORD)
     OrganizationMember.objects.create(organization=org, user=user)
     return user
@@ -53,7 +54,7 @@ def ingest_now(record: File) -> File:
     return record
 
 
-def signed_in(user: AbstractBaseUser, **kwargs: object) -> Client:
+def signed_in(user: User, **kwargs: Any) -> Client:
     client = Client(**kwargs)
     client.force_login(user)
     return client
@@ -62,14 +63,14 @@ def signed_in(user: AbstractBaseUser, **kwargs: object) -> Client:
 @dataclass
 class Tenant:
     org: Organization
-    user: AbstractBaseUser
+    user: User
     source: DataSource
     app: App
     client: Client
 
 
 @pytest.fixture
-def tenant(db) -> Tenant:  # noqa: ANN001
+def tenant(db) -> Tenant:
     """Acme with member alice, a Handbook data source and an HR app over it."""
     org = factories.organization("Acme")
     user = member_of(org, "alice")

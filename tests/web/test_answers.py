@@ -84,6 +84,7 @@ def test_it_keeps_uncited_hits_on_demand(tenant: Tenant, remote_work: File):
     body = tenant.client.get(f"/answers/{execution.pk}/").content.decode()
     assert f"Retrieved but not cited ({uncited.count()})" in body
     first = uncited.first()
+    assert first is not None
     page = tenant.client.get(f"/answers/{execution.pk}/retrieved/{first.k_pos}/")
     assert page.status_code == 200
     assert "Retrieved at rank" in page.content.decode()

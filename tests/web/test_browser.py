@@ -18,7 +18,7 @@ from pathlib import Path
 import docx
 import pytest
 from django.contrib.auth import get_user_model
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 from pptx import Presentation
 
 from citations.llm_apps import app_create
@@ -42,7 +42,7 @@ SCREENSHOTS = ARTIFACTS / "screenshots"
 
 
 @pytest.fixture
-def site(live_server, celery_worker) -> str:  # noqa: ANN001
+def site(live_server, celery_worker) -> str:
     """Acme, member alice, a Handbook data source and an HR app, as an admin sets them up."""
     org = factories.organization("Acme")
     user = get_user_model().objects.create_user("alice", "alice@example.com", PASSWORD)
@@ -174,7 +174,7 @@ def test_pdf_pages_work_on_a_phone_by_keyboard_and_without_javascript(
     phone = browser.new_context(
         viewport={"width": 390, "height": 844}, java_script_enabled=False, is_mobile=True
     )
-    phone.add_cookies(cookies)
+    phone.add_cookies(cookies)  # type: ignore[arg-type]  # cookies() gives what it takes
     small = phone.new_page()
     for url, step in ((answer_url, "answer"), (viewer_url, "viewer")):
         small.goto(url)
@@ -223,7 +223,8 @@ def test_docx_reference_opens_page_2_with_the_cited_lines_highlighted(
     highlighted = _office_case(browser, site, corpus / DOCX, DOCX_QUESTION, "docx")
     assert "Here is a random table for .docx parsing test purposes:" in highlighted
     # python-docx: the highlighted paragraph follows Word's first rendered page break
-    page_of, page = {}, 1
+    page_of: dict[str, int] = {}
+    page = 1
     for paragraph in docx.Document(str(corpus / DOCX)).paragraphs:
         page_of.setdefault(paragraph.text.strip(), page)
         page += len(paragraph.rendered_page_breaks)
@@ -243,6 +244,13 @@ def test_pptx_reference_opens_slide_2_with_the_cited_lines_highlighted(
     assert sentence in texts[1] and sentence not in texts[0]
 
 
+def _row_id(row: Locator) -> str:
+    """The file id of a library row (its id attribute is ``file-<id>``)."""
+    value = row.get_attribute("id")
+    assert value is not None, "a row without an id"
+    return value.removeprefix("file-")
+
+
 def test_the_library_keeps_keyboard_focus_while_it_updates_itself(
     browser: Browser, site: str, corpus: Path
 ):
@@ -257,9 +265,9 @@ def test_the_library_keeps_keyboard_focus_while_it_updates_itself(
     page.get_by_role("button", name="Upload").click()
     expect(page.locator(".messages")).to_contain_text(f"{long_pdf.name} uploaded")
     rows = page.locator("tr[data-status]")
-    ready_id = rows.filter(has_text="duck.md").get_attribute("id").removeprefix("file-")
+    ready_id = _row_id(rows.filter(has_text="duck.md"))
     busy_row = rows.filter(has_text=long_pdf.name)
-    busy_id = busy_row.get_attribute("id").removeprefix("file-")
+    busy_id = _row_id(busy_row)
     assert busy_row.get_attribute("data-status") != "ready"
     for focused in (
         f"download-{ready_id}",

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
 
 from citations.llm_apps import app_create
 from tests import factories
@@ -74,7 +74,7 @@ class Site:
 
 
 @pytest.fixture
-def site(live_server, corpus) -> Site:  # noqa: ANN001
+def site(live_server, corpus) -> Site:
     """Acme, member alice, an HR app over a Handbook holding three documents."""
     org = factories.organization("Acme")
     user = get_user_model().objects.create_user("alice", "alice@example.com", PASSWORD)
@@ -124,6 +124,12 @@ def _signed_in(browser: Browser, site: Site, **context: Any) -> Page:
     return page
 
 
+def _box(locator: Locator) -> FloatRect:
+    box = locator.bounding_box()
+    assert box is not None, "not displayed"
+    return box
+
+
 def _ask(page: Page, site: Site, question: str) -> None:
     page.goto(f"{site.url}/")
     page.get_by_label("Question", exact=True).fill(question)
@@ -143,7 +149,9 @@ def test_markdown_renders_as_html_and_a_documents_script_never_runs(browser: Bro
     shots = Shots("markdown")
     page = _signed_in(browser, site, viewport={"width": 1280, "height": 900})
     violations: list[str] = []
-    page.on("console", lambda m: violations.append(m.text) if "Content Security" in m.text else 0)
+    page.on(
+        "console", lambda m: violations.append(m.text) if "Content Security" in m.text else None
+    )
     _ask(page, site, PRICES_QUESTION)
     card = page.locator("#source-1")
     expect(card.locator("blockquote.passage table")).to_have_count(1)
@@ -216,10 +224,10 @@ def test_the_viewer_lands_on_the_outlined_line_and_its_bar_pages_and_zooms(
     expect(page.locator(".thumbs a[aria-current=page]")).to_contain_text("Page 2")
     shots.take(page, "landed")
     frame = page.locator("#page-2 .page-frame")
-    before = frame.bounding_box()["width"]
+    before = _box(frame)["width"]
     bar.get_by_role("button", name="Zoom in").click()
     expect(page.locator("#zoom-level")).to_have_text("150%")
-    assert frame.bounding_box()["width"] > before * 1.2
+    assert _box(frame)["width"] > before * 1.2
     shots.take(page, "zoomed")
     bar.get_by_role("link", name="Next page").click()
     page.wait_for_url("**/sources/1/?page=3#page-3")
@@ -395,8 +403,8 @@ def test_on_a_phone_the_crop_comes_first_and_nothing_scrolls_sideways(browser: B
     page.wait_for_function(
         "i => i.complete && i.naturalWidth > 0", arg=crop.element_handle(), timeout=30_000
     )
-    crop_top = crop.bounding_box()["y"]
-    assert crop_top < page.locator("#page-2").bounding_box()["y"], "the crop comes first"
+    crop_top = _box(crop)["y"]
+    assert crop_top < _box(page.locator("#page-2"))["y"], "the crop comes first"
     assert page.evaluate("document.documentElement.scrollWidth") <= 391
     shots.take(page, "viewer")
     page.context.close()

@@ -29,7 +29,7 @@ def _ask(tenant: Tenant, question: str = QUESTION) -> QueryExecution:
     return QueryExecution.objects.get(pk=response["Location"].split("/")[2])
 
 
-def _events(response) -> list[tuple[str, dict]]:  # noqa: ANN001
+def _events(response) -> list[tuple[str, dict]]:
     body = b"".join(response.streaming_content).decode()
     events = []
     for block in body.strip().split("\n\n"):
@@ -64,7 +64,7 @@ def test_a_follow_up_continues_the_thread_with_the_earlier_turns(
     first = _ask(tenant)
     searched_with = []
 
-    def spy(**kwargs):  # noqa: ANN003, ANN202
+    def spy(**kwargs):
         searched_with.append(kwargs["retrieval_context"])
         return query_execute(**kwargs)
 
@@ -144,7 +144,9 @@ def test_the_crop_shows_the_highlighted_band_of_a_pdf_page(tenant: Tenant, corpu
     ingest_now(factories.upload(tenant.source, path.name, path.read_bytes()).file)
     execution = query_execute(app=tenant.app, question=PDF_QUESTION, user=tenant.user, origin="web")
     page = tenant.client.get(f"/answers/{execution.pk}/").content.decode()
-    segment = execution.quoted_sources.get(quoted_as="1").claims.first().segment
+    claim = execution.quoted_sources.get(quoted_as="1").claims.first()
+    assert claim is not None
+    segment = claim.segment
     crop = f"/answers/{execution.pk}/sources/1/crop.png?claim={segment}"
     assert f'src="{crop}"' in page  # the [1] preview shows it
     response = tenant.client.get(crop)

@@ -15,7 +15,7 @@ from tests.web.conftest import REMOTE_WORK, Tenant, member_of, signed_in
 pytestmark = pytest.mark.django_db
 
 
-def _upload(client: Client, *files: SimpleUploadedFile, source: str = "Handbook"):  # noqa: ANN202
+def _upload(client: Client, *files: SimpleUploadedFile, source: str = "Handbook"):
     return client.post("/library/", {"data_source": source, "files": list(files)}, follow=True)
 
 

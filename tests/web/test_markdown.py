@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 import pytest
 
 from citations.markers import quoted_text_neutralise
-from citations.web.markdown import markdown_html
 from citations.web.rendering import Marker, answer_html
+from core.markdown import markdown_html
 
 HOSTILE = [
     "[click](javascript:alert(1))",

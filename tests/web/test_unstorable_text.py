@@ -26,7 +26,7 @@ def _api(tenant: Tenant) -> APIClient:
     return client
 
 
-def _send(client: APIClient, method: str, url: str, body: str):  # noqa: ANN202
+def _send(client: APIClient, method: str, url: str, body: str):
     return getattr(client, method)(url, data=body, content_type="application/json")
 
 

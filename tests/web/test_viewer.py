@@ -23,7 +23,7 @@ PPTX = "markitdown/test_files/test.pptx"
 PPTX_QUESTION = "What does AutoGen allow developers to build?"
 
 
-def _ingested(tenant: Tenant, corpus, name: str) -> File:  # noqa: ANN001
+def _ingested(tenant: Tenant, corpus, name: str) -> File:
     path = corpus / name
     record = ingest_now(factories.upload(tenant.source, path.name, path.read_bytes()).file)
     assert record.status == "ready", record.error_message

@@ -145,7 +145,9 @@ def _open_at(text: str, at: int) -> int:
             at = min(end + 1, len(text))
             continue
         if not text[start:at].strip(" \t#>|-*+.)0123456789"):
-            at = max(at, _BLOCK_START.match(text, start, end).end())
+            opening = _BLOCK_START.match(text, start, end)
+            assert opening is not None  # the pattern matches the empty string too
+            at = max(at, opening.end())
         return at
     return at
 
