@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from documents import ingestion
+from documents.chunk_context import embedding_text
 from documents.models import Chunk, DataSource, DocumentMarkdown, File
 from retrieval.embedders import default_embedder
 from retrieval.models import VectorDatabase
@@ -75,8 +76,15 @@ def test_a_new_revision_embeds_only_the_chunks_whose_text_changed(corpus, caplog
     assert _model_runs(caplog, first) == len(before)
     assert _model_runs(caplog, second) == len(new)
     assert all(np.array_equal(after[text], before[text]) for text in kept)
-    # the changed chunks went through the model: each vector is its own text's
-    fresh = default_embedder().embed_documents(sorted(new))
+    # the changed chunks went through the model: each vector is its own text's, read
+    # with its context as the embed stage reads it
+    contexts = dict(
+        Chunk.objects.filter(markdown=second.markdowns.get(is_active=True)).values_list(
+            "chunk_text", "context"
+        )
+    )
+    read = [embedding_text(text, contexts[text]) for text in sorted(new)]
+    fresh = default_embedder().embed_documents(read)
     for text, vector in zip(sorted(new), fresh, strict=True):
         assert float(np.dot(after[text], vector)) > 0.999
     assert second.progress_done == second.progress_total == len(after)
