@@ -339,8 +339,8 @@ def quality_gate(
     questions: list[tuple[str, list[str]]],
     tokenizer: Any,
     sizes: Sizes,
-    precision: str,
     *,
+    precision: str,
     use_cache: bool,
 ) -> dict[str, Any]:
     """Mean overlap@10 of the fast precision's top-10 with fp32's, plus answer hits."""
@@ -426,7 +426,7 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
             for procs, threads in LAYOUTS
         ]
         quality = quality_gate(
-            workers, articles, questions, tokenizer, sizes, fast, use_cache=use_cache
+            workers, articles, questions, tokenizer, sizes, precision=fast, use_cache=use_cache
         )
     best = {p: max(r["chunks_per_s"] for r in speed if r["precision"] == p) for p in precisions}
     return {

@@ -49,8 +49,9 @@ def paper_pdf(pages: int) -> bytes:
     return document.tobytes()
 
 
-def prose_pdf(pages: int) -> bytes:
-    """SQuAD paragraphs set as single-column 11 pt body text, a heading per article."""
+def prose_pdf(pages: int, start: float = 0.0) -> bytes:
+    """SQuAD paragraphs set as single-column 11 pt body text, a heading per article,
+    from ``start`` (a share of the text: 0.5 starts half-way through it)."""
     import pymupdf
 
     articles = json.loads(SQUAD.read_text(encoding="utf-8"))["data"]
@@ -65,12 +66,14 @@ def prose_pdf(pages: int) -> bytes:
         for title, ps in blocks
         for kind, text in [("h", title)] + [("p", p) for p in ps]
     ]
-    index = 0
+    index = int(start * len(queue))
     while document.page_count < pages:
         page = document.new_page(width=595, height=842)
         y = frame.y0
         while True:
             kind, text = queue[index % len(queue)]
+            if frame.y1 - y < 12:  # not a line left: next page
+                break
             box = pymupdf.Rect(frame.x0, y, frame.x1, frame.y1)
             font = ("helv", 15) if kind == "h" else ("tiro", 11)
             spare = page.insert_textbox(box, text, fontname=font[0], fontsize=font[1])

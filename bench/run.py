@@ -4,7 +4,11 @@ Each benchmark is a module here with ``run() -> dict`` (``run(quick=...)`` if it
 takes that argument). One failing benchmark is recorded and the others still run.
 Results go to bench/results/latest.json and bench/results/latest.md.
 
-Usage: python bench/run.py [--quick] [--only NAME ...]
+``--scale`` (or ``PROVENANCE_BENCH_SCALE=1``, for ``make bench``) runs instead the
+benchmarks that have a scale size (``run(scale=True)``: retrieval at 1M chunks) and
+writes bench/results/scale-1m.json and scale-1m.md.
+
+Usage: python bench/run.py [--quick | --scale] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -28,7 +32,15 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 # Run in this order; a name whose file does not exist yet is skipped.
-BENCHMARKS = ("embed_speed", "pdf_speed", "ingest_speed", "retrieval_latency", "recall_report")
+BENCHMARKS = (
+    "embed_speed",
+    "pdf_speed",
+    "ingest_speed",
+    "ingest_scaling",
+    "retrieval_latency",
+    "recall_report",
+)
+SCALE_BENCHMARKS = ("retrieval_latency",)  # run(scale=True): long (~1 h the first time)
 SCRIPT_TIMEOUT_SECONDS = 1800
 
 for path in (ROOT, BENCH):
@@ -65,18 +77,19 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def available() -> list[str]:
-    return [name for name in BENCHMARKS if (BENCH / f"{name}.py").exists()]
+def available(*, scale: bool = False) -> list[str]:
+    names = SCALE_BENCHMARKS if scale else BENCHMARKS
+    return [name for name in names if (BENCH / f"{name}.py").exists()]
 
 
-def run_one(name: str, *, quick: bool) -> dict[str, Any]:
+def run_one(name: str, *, quick: bool, scale: bool = False) -> dict[str, Any]:
     """One benchmark's result, or its error; never raises."""
     started = time.perf_counter()
     result: dict[str, Any]
     try:
         module = importlib.import_module(name)
         if callable(getattr(module, "run", None)):
-            figures = _call_run(module, quick=quick)
+            figures = _call_run(module, quick=quick, scale=scale)
             result = {"status": "ok", "results": figures}
         else:
             result = _run_script(name)
@@ -92,9 +105,10 @@ def run_one(name: str, *, quick: bool) -> dict[str, Any]:
     return result
 
 
-def _call_run(module: ModuleType, *, quick: bool) -> Any:
+def _call_run(module: ModuleType, *, quick: bool, scale: bool) -> Any:
     parameters = inspect.signature(module.run).parameters
-    return module.run(quick=quick) if "quick" in parameters else module.run()
+    options = {"quick": quick, "scale": scale}
+    return module.run(**{key: value for key, value in options.items() if key in parameters})
 
 
 def _run_script(name: str) -> dict[str, Any]:
@@ -122,16 +136,22 @@ def _run_script(name: str) -> dict[str, Any]:
 def to_markdown(report: dict[str, Any]) -> str:
     """latest.md: each benchmark's own summary when it has ``to_markdown``."""
     machine = report["machine"]
+    title = "Benchmarks at scale" if report.get("scale") else "Benchmarks"
     lines = [
-        f"# Benchmarks ({report['timestamp']})",
+        f"# {title} ({report['timestamp']})",
         "",
         f"{machine['cpu_count']} CPUs, {machine['cpu_model']}; "
         f"bf16 flags: {', '.join(machine['bf16_flags']) or 'none'}.",
         "",
     ]
     for name, result in report["benchmarks"].items():
+        ran_on = result.get("machine", {})
         lines += [
             f"## {name}: {result['status']} ({result['seconds']} s, {result['timestamp']})",
+            "",
+            f"Host: {ran_on.get('cpu_count', '?')} CPUs, {ran_on.get('cpu_model', '?')}, bf16 "
+            f"flags {', '.join(ran_on.get('bf16_flags', [])) or 'none'}; load average when it "
+            f"ended {ran_on.get('loadavg', '?')}.",
             "",
         ]
         lines += [_section(name, result), ""]
@@ -162,36 +182,46 @@ def _section(name: str, result: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Run the benchmarks in bench/.")
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    size.add_argument(
+        "--scale",
+        action="store_true",
+        default=os.environ.get("PROVENANCE_BENCH_SCALE", "") not in ("", "0"),
+        help=f"the scale sizes of {', '.join(SCALE_BENCHMARKS)} (1M chunks) into scale-1m.*",
+    )
     parser.add_argument(
         "--only",
         nargs="+",
         metavar="NAME",
         choices=BENCHMARKS,
-        help="run these; keep the other figures from latest.json",
+        help="run these; keep the other figures from the results file",
     )
     args = parser.parse_args()
-    names = [n for n in available() if not args.only or n in args.only]
+    names = [n for n in available(scale=args.scale) if not args.only or n in args.only]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    latest = RESULTS / "latest.json"
-    previous = json.loads(latest.read_text()) if args.only and latest.exists() else {}
+    stem = "scale-1m" if args.scale else "latest"
+    latest = RESULTS / f"{stem}.json"
+    keep = args.only or args.scale  # a scale run covers few benchmarks: keep the others
+    previous = json.loads(latest.read_text()) if keep and latest.exists() else {}
     report = {
         "timestamp": now(),
         "machine": machine_info(),
         "quick": args.quick,
+        "scale": args.scale,
         "benchmarks": dict(previous.get("benchmarks", {})),
     }
     for name in names:
         print(f"== {name}", flush=True)
-        report["benchmarks"][name] = run_one(name, quick=args.quick)
+        report["benchmarks"][name] = run_one(name, quick=args.quick, scale=args.scale)
         print(
             f"   {report['benchmarks'][name]['status']} in "
             f"{report['benchmarks'][name]['seconds']} s",
             flush=True,
         )
     latest.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    (RESULTS / "latest.md").write_text(to_markdown(report) + "\n")
-    print(f"wrote {latest.relative_to(ROOT)} and latest.md")
+    (RESULTS / f"{stem}.md").write_text(to_markdown(report) + "\n")
+    print(f"wrote {latest.relative_to(ROOT)} and {stem}.md")
     return 0 if all(report["benchmarks"][n]["status"] == "ok" for n in names) else 1
 
 
