@@ -1166,15 +1166,14 @@ def _measure_search(
         out["explain_slowest"] = {"error": f"{type(error).__name__}: {error}"}
 
     say(f"whole retrieval call (embed_query while the full-text side runs) x {len(questions)}")
-    samples, embed_ms = [], []
-    for question in questions:
-        t0 = time.perf_counter()
-        started = pending(question)  # as citations/services.py runs it
-        vector = embedder.embed_query(question)
-        t1 = time.perf_counter()
-        started.finish(vector)
-        samples.append((time.perf_counter() - t0) * 1000)
-        embed_ms.append((t1 - t0) * 1000)
+    samples, embed_ms = _retrieval_calls(pending, embedder, questions)
+    try:  # the same with no search thread: full-text side, then embedding, then the rest
+        django_settings.PROVENANCE_SEARCH_THREADS = 0
+        in_turn, _ = _retrieval_calls(pending, embedder, questions)
+    finally:
+        django_settings.PROVENANCE_SEARCH_THREADS = threads
+    out["retrieval_call_in_turn"] = percentiles(in_turn)
+    out["retrieval_call_in_turn"]["note"] = "PROVENANCE_SEARCH_THREADS=0: every statement in turn"
     out["retrieval_call"] = percentiles(samples)
     out["query_embedding"] = percentiles(embed_ms)
     for key, values in (("retrieval_call", samples), ("query_embedding", embed_ms)):
@@ -1189,6 +1188,23 @@ def _measure_search(
     out["query_embedding"]["runtime"] = getattr(encoder, "runtime", "service")
     out["query_embedding"]["note"] = "embed_query() as timed inside the retrieval call"
     return out
+
+
+def _retrieval_calls(
+    pending: Any, embedder: Any, questions: list[str]
+) -> tuple[list[float], list[float]]:
+    """ms of each whole retrieval call as citations/services.py runs it (``HybridSearch``
+    started, ``embed_query``, ``finish``), and of its ``embed_query`` part."""
+    samples, embed_ms = [], []
+    for question in questions:
+        t0 = time.perf_counter()
+        started = pending(question)
+        vector = embedder.embed_query(question)
+        t1 = time.perf_counter()
+        started.finish(vector)
+        samples.append((time.perf_counter() - t0) * 1000)
+        embed_ms.append((t1 - t0) * 1000)
+    return samples, embed_ms
 
 
 def _lexical_exactness(
@@ -1403,6 +1419,12 @@ def to_markdown(result: dict[str, Any]) -> str:
         ),
         ("retrieval call (embed + hybrid)", result["retrieval_call"],
          target("retrieval_call_p95_ms")),
+        *(
+            [("retrieval call, no search thread (PROVENANCE_SEARCH_THREADS=0)",
+              result["retrieval_call_in_turn"], "")]
+            if "retrieval_call_in_turn" in result
+            else []
+        ),
         ("get-quoted-sources (in-process client)", result["get_quoted_sources"],
          target("get_quoted_sources_p95_ms")),
         ("ask (query_execute)", result["ask"], ""),
