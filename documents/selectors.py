@@ -94,3 +94,15 @@ def markdowns_outdated(
 def converter_change(*, markdown: DocumentMarkdown, current: Converter) -> str:
     """What converting ``markdown``'s file again changes: "name version -> name version"."""
     return f"{markdown.converter} {markdown.converter_version} -> {current.name} {current.version}"
+
+
+def files_without_context(*, organization_name: str | None = None) -> QuerySet[File]:
+    """Current ready files whose retrievable chunks were made before chunks had a
+    context (documents/chunk_context.py), oldest first."""
+    without = Chunk.objects.filter(is_retrievable=True, context="").values("file_id")
+    files = File.objects.filter(
+        pk__in=without, status=FileStatus.READY, deleted_at__isnull=True
+    ).order_by("created_at")
+    if organization_name:
+        files = files.filter(organization__name=organization_name)
+    return files

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandParser
 
 from documents.ingestion import file_reconvert
-from documents.models import Chunk, File, FileStatus
+from documents.selectors import files_without_context
 
 REASON = "chunk contexts: each chunk embedded and indexed with the record it belongs to"
 
@@ -22,17 +22,13 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="only list the files")
 
     def handle(self, *args: object, **options: object) -> None:
-        without = Chunk.objects.filter(is_retrievable=True, context="").values("file_id")
-        files = File.objects.filter(
-            pk__in=without, status=FileStatus.READY, deleted_at__isnull=True
-        ).order_by("created_at")
-        if options["organization"]:
-            files = files.filter(organization__name=options["organization"])
+        organization = options["organization"]
+        files = files_without_context(organization_name=str(organization) if organization else None)
         queued = 0
         for record in files:
             if options["dry_run"]:
                 self.stdout.write(f"{record.pk} {record.name}")
                 continue
-            queued += file_reconvert(file=record, reason=REASON, origin="command")
+            queued += file_reconvert(file=record, reason=REASON)
         if not options["dry_run"]:
             self.stdout.write(f"{queued} file(s) queued for a new ingestion")
