@@ -24,3 +24,13 @@ def run_script(script: Path, *args: str, timeout: float) -> dict[str, Any]:
         if completed.returncode != 0 or not output.exists():
             raise RuntimeError(f"{script.name} exited with {completed.returncode}")
         return json.loads(output.read_text())
+
+
+def result_write(result: dict[str, Any], output: str | None) -> None:
+    """A script's result as JSON: to ``--output`` when ``run_script`` asked for it,
+    else on standard output (the script run by hand)."""
+    text = json.dumps(result, indent=2, default=str) + "\n"
+    if output:
+        Path(output).write_text(text)
+    else:
+        sys.stdout.write(text)

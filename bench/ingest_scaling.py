@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import signal
 import subprocess
@@ -274,14 +273,12 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def main() -> int:
+    from _child import result_write
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output")
     args = parser.parse_args()
-    text = json.dumps(measure(), indent=2)
-    if args.output:
-        Path(args.output).write_text(text)
-    else:
-        print(text)
+    result_write(measure(), args.output)
     return 0
 
 

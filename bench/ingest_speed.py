@@ -222,16 +222,14 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def main() -> int:
+    from _child import result_write
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--output")
     args = parser.parse_args()
     result = measure(args.pages)
-    text = json.dumps(result, indent=2)
-    if args.output:
-        Path(args.output).write_text(text)
-    else:
-        print(text)
+    result_write(result, args.output)
     return 0
 
 

@@ -159,6 +159,8 @@ def run(quick: bool = False, scale: bool = False) -> dict[str, Any]:
 
 
 def main() -> int:
+    from _child import result_write
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="20k chunks, fewer questions")
@@ -168,11 +170,7 @@ def main() -> int:
     parser.add_argument("--output", help="write the JSON here instead of printing it")
     args = parser.parse_args()
     result = measure(SCALE if args.scale else QUICK if args.quick else FULL)
-    text = json.dumps(result, indent=2, default=str)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
-    else:
-        print(text)
+    result_write(result, args.output)
     return 0
 
 

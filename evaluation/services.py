@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from typing import NotRequired, TypedDict, Unpack
 from uuid import UUID
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -122,22 +123,23 @@ def evaluation_run_create(
     return run
 
 
-def evaluation_run_start(
-    *,
-    app: App,
-    gold: GoldSet,
-    seeds: int = 1,
-    limit: int | None = None,
-    user: User | None = None,
-    origin: str = "command",
-) -> EvaluationRun:
+class RunRequest(TypedDict):
+    """What ``evaluation_run_create`` takes, for the callers that pass it on."""
+
+    app: App
+    gold: GoldSet
+    seeds: NotRequired[int]
+    limit: NotRequired[int | None]
+    user: NotRequired[User | None]
+    origin: NotRequired[str]
+
+
+def evaluation_run_start(**request: Unpack[RunRequest]) -> EvaluationRun:
     """Record the run and queue it on the worker once the record is committed."""
     from evaluation.tasks import evaluation_run_advance_task
 
     with transaction.atomic():
-        run = evaluation_run_create(
-            app=app, gold=gold, seeds=seeds, limit=limit, user=user, origin=origin
-        )
+        run = evaluation_run_create(**request)
         run_id = str(run.pk)
         transaction.on_commit(lambda: evaluation_run_advance_task.delay(run_id))
     return run

@@ -14,7 +14,8 @@ from typing import Any
 
 from citations.models import ResponseRecord, ResponseStatus
 from citations.responses import output, services
-from citations.threads.streaming import sse, text_pieces
+from citations.threads.streaming import text_pieces
+from core.sse import sse
 
 logger = logging.getLogger(__name__)
 

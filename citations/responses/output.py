@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from citations.models import QueryExecution, ResponseRecord, ResponseStatus
 from citations.reasoning.selectors import steps_of
-from citations.threads.sources import marker_start
+from citations.threads.sources import cited_markers
 from documents.models import Chunk
 
 ATTRIBUTE_CHARS = 512  # OpenAI's limit on an attribute's string value
@@ -33,34 +33,25 @@ def annotations_of(execution: QueryExecution) -> list[dict[str, Any]]:
     """One ``file_citation`` per ``[n]`` marker, in the order of the claims; besides
     OpenAI's fields, the chunk it quotes (``chunk_id``, ``vector_store_id``), the
     marker and the quoted sentence, which lead to the passage."""
-    claims = list(
-        execution.claim_citations.select_related("quoted_source").order_by("segment", "id")
-    )
+    cited = cited_markers(execution=execution)
     stores = dict(
-        Chunk.objects.filter(pk__in={c.quoted_source.chunk_id for c in claims}).values_list(
+        Chunk.objects.filter(pk__in={c.source.chunk_id for c in cited}).values_list(
             "pk", "vector_database_id"
         )
     )
-    annotations = []
-    for claim in claims:
-        source = claim.quoted_source
-        marker = f"[{source.quoted_as}]"
-        start = marker_start(execution.answer, claim.reply_end, marker)
-        if start is None:
-            continue  # never annotate text that is not the marker itself
-        annotations.append(
-            {
-                "type": "file_citation",
-                "file_id": str(source.file_id),
-                "filename": source.document_name,
-                "index": start,
-                "text": marker,
-                "chunk_id": str(source.chunk_id),
-                "vector_store_id": str(stores[source.chunk_id]),
-                "quote": claim.source_sentence,
-            }
-        )
-    return annotations
+    return [
+        {
+            "type": "file_citation",
+            "file_id": str(c.source.file_id),
+            "filename": c.source.document_name,
+            "index": c.start,
+            "text": c.marker,
+            "chunk_id": str(c.source.chunk_id),
+            "vector_store_id": str(stores[c.source.chunk_id]),
+            "quote": c.claim.source_sentence,
+        }
+        for c in cited
+    ]
 
 
 def _attributes(hit: Any, absolute: Any) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from citations.responses.schema import (
     ResponseObject,
 )
 from citations.threads.errors import ThreadRejected
-from citations.threads.streaming import event_stream
 from core.caller import Caller
 from core.errors import error_responses
+from core.sse import event_stream
 from core.tenancy import organization_of
 
 INCLUDE_PARAMETER = OpenApiParameter(

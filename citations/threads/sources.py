@@ -6,39 +6,56 @@ retrieved chunk."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from django.urls import reverse
 
-from citations.models import QueryExecution
+from citations.models import ClaimCitation, QueryExecution, QuotedSource
 
 _MARKER_RUN = re.compile(r" (\[\d+\])")
 
 
+@dataclass(frozen=True)
+class CitedMarker:
+    """One ``[n]`` marker of an answer where it stands in the text, with the claim
+    it closes and the quoted source it names."""
+
+    claim: ClaimCitation
+    source: QuotedSource
+    marker: str
+    start: int
+
+
+def cited_markers(*, execution: QueryExecution) -> list[CitedMarker]:
+    """The answer's markers in the order of its claims; a claim whose marker is not
+    where it should stand is left out: never annotate text that is not the marker."""
+    claims = execution.claim_citations.select_related("quoted_source").order_by("segment", "id")
+    found = []
+    for claim in claims:
+        marker = f"[{claim.quoted_source.quoted_as}]"
+        start = marker_start(execution.answer, claim.reply_end, marker)
+        if start is not None:
+            found.append(CitedMarker(claim, claim.quoted_source, marker, start))
+    return found
+
+
 def annotations_of(*, execution: QueryExecution) -> list[dict[str, Any]]:
     """One annotation per ``[n]`` marker; the marker follows its claim after one space."""
-    annotations = []
-    claims = execution.claim_citations.select_related("quoted_source").order_by("segment")
-    for claim in claims:
-        source = claim.quoted_source
-        marker = f"[{source.quoted_as}]"
-        start = marker_start(execution.answer, claim.reply_end, marker)
-        if start is None:
-            continue  # never annotate text that is not the marker itself
-        annotations.append(
-            {
-                "type": "file_citation",
-                "text": marker,
-                "start_index": start,
-                "end_index": start + len(marker),
-                "file_citation": {
-                    "file_id": str(source.file_id),
-                    "chunk_id": str(source.chunk_id),
-                    "quote": claim.source_sentence,
-                },
-            }
-        )
-    return annotations
+    return [
+        {
+            "type": "file_citation",
+            "text": cited.marker,
+            "start_index": cited.start,
+            "end_index": cited.start + len(cited.marker),
+            "file_citation": {
+                "file_id": str(cited.source.file_id),
+                "chunk_id": str(cited.source.chunk_id),
+                "quote": cited.claim.source_sentence,
+            },
+        }
+        for cited in cited_markers(execution=execution)
+    ]
 
 
 def marker_start(answer: str, reply_end: int, marker: str) -> int | None:

@@ -9,17 +9,16 @@ that disconnects leaves the run to finish, and its answer is recorded the same."
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
 
 from citations.models import Message, MessageRole, Run, RunStatus
 from citations.threads.serializers import message_output, run_output
+from core.sse import sse
 
 logger = logging.getLogger(__name__)
 
@@ -27,19 +26,6 @@ POLL_SECONDS = 0.1  # how often the stream reads the run's status row
 PIECE_CHARS = 24  # a text delta holds about this many characters, cut after a space
 STREAM_GRACE_SECONDS = 30  # past the worker's time limit, the stream gives up waiting
 _TERMINAL = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
-
-
-def sse(event: str, data: object) -> bytes:
-    """One server-sent event; ``data`` is JSON on a single line."""
-    body = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    return f"event: {event}\ndata: {body}\n\n".encode()
-
-
-def event_stream(events: Iterator[bytes]) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(events, content_type="text/event-stream; charset=utf-8")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # a proxy must pass each event on at once
-    return response
 
 
 def text_pieces(text: str, cuts: Sequence[int] = ()) -> list[tuple[int, str]]:

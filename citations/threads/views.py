@@ -38,6 +38,7 @@ from citations.threads.serializers import (
 )
 from core.caller import Caller
 from core.errors import error_responses
+from core.sse import event_stream
 from core.tenancy import member_organization
 
 POLL_AFTER_MS = "250"  # create_and_poll waits this long between polls
@@ -181,7 +182,7 @@ class RunsView(_View):
             metadata=body.get("metadata"),
         )
         if stream:  # the run is committed and queued: the stream watches the worker answer it
-            return streaming.event_stream(
+            return event_stream(
                 streaming.run_events(run_id=str(run.pk), absolute=request.build_absolute_uri)
             )
         return Response(run_output(run), headers={"openai-poll-after-ms": POLL_AFTER_MS})

@@ -8,7 +8,6 @@ as the answer is recorded, one event each; the page shows them as they arrive.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -21,14 +20,10 @@ from citations.services import QueryRejected
 from citations.threads.errors import ThreadRejected
 from citations.web.answers import AnswerPage, answer_page
 from citations.web.rendering import Marker, answer_html
+from core.sse import sse
 
 SEARCHING = "Searching the documents…"
 WRITING = "Writing the answer…"
-
-
-def event(name: str, data: dict) -> bytes:
-    """One server-sent event; the data is one line of JSON."""
-    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 def sentence_pieces(page: AnswerPage) -> list[str]:
@@ -59,23 +54,23 @@ def _whole(page: AnswerPage) -> str:
 
 def answer_events(ask: Callable[[], QueryExecution]) -> Iterator[bytes]:
     """The events of one question: ``ask`` answers it (and records everything)."""
-    yield event("status", {"text": SEARCHING})
+    yield sse("status", {"text": SEARCHING})
     try:
         execution = ask()
     except (QueryRejected, ThreadRejected) as exc:
-        yield event("failed", {"text": exc.message.replace("'query'", "The question")})
+        yield sse("failed", {"text": exc.message.replace("'query'", "The question")})
         return
     except ModelError as exc:
-        yield event("failed", {"text": f"The model could not answer: {exc.message}"})
+        yield sse("failed", {"text": f"The model could not answer: {exc.message}"})
         return
-    yield event("status", {"text": WRITING})
+    yield sse("status", {"text": WRITING})
     page = answer_page(execution=execution)
     if page.sources:
         for piece in sentence_pieces(page):
-            yield event("sentence", {"html": piece})
+            yield sse("sentence", {"html": piece})
     else:
-        yield event("sentence", {"html": f"<p>{escape(execution.answer)}</p>"})
-    yield event(
+        yield sse("sentence", {"html": f"<p>{escape(execution.answer)}</p>"})
+    yield sse(
         "done",
         {
             "url": reverse("web-answer", args=[execution.pk]),

@@ -24,6 +24,7 @@ from citations.web.pdf_pages import RENDER_DPI, page_png
 from citations.web.rendering import passage_html
 from citations.web.streaming import answer_events
 from citations.web.viewer import highlight_crop, source_view
+from core.sse import event_stream
 from documents import selectors as document_selectors
 from documents.web.access import MemberRequest, member_required
 
@@ -78,10 +79,7 @@ def ask_stream(request: MemberRequest) -> StreamingHttpResponse:
         def ask() -> QueryExecution:
             return query_execute(app=app, question=question, user=request.user, origin="web")
 
-    response = StreamingHttpResponse(answer_events(ask), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # a proxy in front must not hold the events back
-    return response
+    return event_stream(answer_events(ask))
 
 
 def _answer_context(request: MemberRequest, execution: QueryExecution) -> dict:

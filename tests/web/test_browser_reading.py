@@ -114,8 +114,16 @@ class Shots:
         page.screenshot(path=str(path), full_page=True)
 
 
-def _signed_in(browser: Browser, site: Site, **context: Any) -> Page:
-    page = browser.new_context(**context).new_page()
+def _signed_in(
+    browser: Browser, site: Site, observed: list[dict] | None = None, **context: Any
+) -> Page:
+    """alice's page; with ``observed``, every state the answer's stream shows is
+    appended to it (the page's OBSERVER script reports through ``record``)."""
+    opened = browser.new_context(**context)
+    if observed is not None:
+        opened.expose_binding("record", lambda _source, state: observed.append(state))
+        opened.add_init_script(OBSERVER)
+    page = opened.new_page()
     page.goto(f"{site.url}/accounts/login/")
     page.get_by_label("User name").fill("alice")
     page.get_by_label("Password").fill(PASSWORD)
@@ -241,15 +249,8 @@ def test_enter_sends_shift_enter_adds_a_line_and_the_status_streams_before_the_a
     browser: Browser, site: Site
 ):
     shots = Shots("stream")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
     seen: list[dict] = []
-    context.expose_binding("record", lambda _source, state: seen.append(state))
-    context.add_init_script(OBSERVER)
-    page = context.new_page()
-    page.goto(f"{site.url}/accounts/login/")
-    page.get_by_label("User name").fill("alice")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    page = _signed_in(browser, site, seen, viewport={"width": 1280, "height": 900})
     box = page.get_by_label("Question", exact=True)
     box.click()
     page.keyboard.type("How many days per week")
@@ -274,20 +275,13 @@ def test_enter_sends_shift_enter_adds_a_line_and_the_status_streams_before_the_a
         "How many days per week\ncan employees work remotely?"
     )
     shots.take(page, "answer")
-    context.close()
+    page.context.close()
 
 
 def test_a_follow_up_streams_in_place_and_continues_the_thread(browser: Browser, site: Site):
     shots = Shots("follow-up")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
     seen: list[dict] = []
-    context.expose_binding("record", lambda _source, state: seen.append(state))
-    context.add_init_script(OBSERVER)
-    page = context.new_page()
-    page.goto(f"{site.url}/accounts/login/")
-    page.get_by_label("User name").fill("alice")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    page = _signed_in(browser, site, seen, viewport={"width": 1280, "height": 900})
     _ask(page, site, REMOTE_QUESTION)
     first_url = page.url
     seen.clear()
@@ -320,7 +314,7 @@ def test_a_follow_up_streams_in_place_and_continues_the_thread(browser: Browser,
         )
 
     assert len(in_db(threads)) == 1
-    context.close()
+    page.context.close()
 
 
 def test_feedback_is_recorded_in_the_audit_chain(browser: Browser, site: Site):
