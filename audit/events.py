@@ -9,6 +9,7 @@ from django.db import transaction
 from audit.ledger import ledger_append
 from audit.models import DocumentEvent
 from core.caller import caller_label
+from core.user_agents import user_agent_clean
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
@@ -30,8 +31,12 @@ def document_event_record(
     user: AbstractBaseUser | None = None,
     api_key: ApiKey | None = None,
     origin: str | None = None,
+    user_agent: str | None = None,
     reason: str = "",
 ) -> DocumentEvent:
+    """Record and chain ``kind`` of ``file`` by ``user`` or ``api_key``, from the
+    client address ``origin`` with its ``user_agent`` (a command's own name, e.g.
+    "manage.py ingest", with no address; nothing for a task)."""
     event = DocumentEvent.objects.create(
         kind=kind,
         file=file,
@@ -41,6 +46,7 @@ def document_event_record(
         if user is not None and getattr(user, "is_authenticated", False)
         else None,
         origin=origin or None,
+        user_agent=user_agent_clean(user_agent),
         reason=reason,
     )
     ledger_append([event])

@@ -63,9 +63,16 @@ def _value(value: object) -> object:
 
 
 # columns added to an evidence table after rows were chained: hashed only when they
-# hold something, so the rows chained before they existed still verify
-ADDED_COLUMNS = {
-    "citations_queryexecution": {"confidence": "", "confidence_note": ""},
+# hold something, so the rows chained before they existed still verify, and a value
+# written later (or one blanked out) changes the hash like any other column's
+ADDED_COLUMNS: dict[str, dict[str, object]] = {
+    "citations_queryexecution": {
+        "confidence": "",
+        "confidence_note": "",
+        "caller_address": None,
+        "caller_user_agent": "",
+    },
+    "audit_documentevent": {"user_agent": ""},
 }
 
 

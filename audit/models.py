@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from core.user_agents import MAX_USER_AGENT_CHARS
+
 
 class EvidenceEntry(models.Model):
     """One link: ``entry_hash = HMAC-SHA256(key, prev_hash | table | id | content_hash)``.
@@ -47,6 +49,7 @@ class DocumentEvent(models.Model):
         DOWNLOAD = "download"
         RECONVERSION = "reconversion"
         CANCELLATION = "cancellation"
+        RETRY = "retry"
 
     kind = models.CharField(max_length=20, choices=Kind.choices, db_index=True)
     file = models.ForeignKey("documents.File", on_delete=models.PROTECT, related_name="events")
@@ -55,7 +58,17 @@ class DocumentEvent(models.Model):
     )
     actor = models.CharField(max_length=200, help_text="Who, as recorded at the time.")
     actor_user_id = models.IntegerField(null=True, blank=True)
-    origin = models.GenericIPAddressField(null=True, blank=True)
+    origin = models.GenericIPAddressField(
+        null=True, blank=True, help_text="The client's address; empty for a command or a task."
+    )
+    # the client's own words (a header anyone can write): text to read, never to trust;
+    # empty for events recorded before it was, and for tasks
+    user_agent = models.CharField(
+        max_length=MAX_USER_AGENT_CHARS,
+        blank=True,
+        default="",
+        help_text='The client\'s User-Agent header, or "manage.py <command>".',
+    )
     reason = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 

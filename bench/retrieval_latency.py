@@ -1191,7 +1191,7 @@ def _measure_search(
 def _retrieval_calls(
     pending: Any, embedder: Any, questions: list[str]
 ) -> tuple[list[float], list[float]]:
-    """ms of each whole retrieval call as citations/services.py runs it (``HybridSearch``
+    """ms of each whole retrieval call as citations/services/searching.py runs it (``HybridSearch``
     started, ``embed_query``, ``finish``), and of its ``embed_query`` part."""
     samples, embed_ms = [], []
     for question in questions:
@@ -1316,7 +1316,7 @@ def _measure_endpoints(
 
     from citations.llm_apps import app_create
     from citations.models import App, QuotedSource
-    from citations.services import query_execute
+    from citations.services.execution import query_execute
     from core.api_keys import api_key_create
 
     out: dict[str, Any] = {}

@@ -8,12 +8,14 @@ scores, the index identity, the validator result and the audit-chain status.
 
 from __future__ import annotations
 
-from typing import cast
+from datetime import datetime
+from typing import Any, cast
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, render
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -21,6 +23,7 @@ from django.utils.safestring import SafeString
 
 from audit.ledger import ledger_record_status
 from citations import exports
+from citations.admin_columns import latency_label
 from citations.markers import MARKER
 from citations.model_evidence import written_by
 from citations.models import (
@@ -39,11 +42,17 @@ from citations.models import (
     StepSourceAttribution,
 )
 from citations.reasoning.selectors import reasoning_page
-from citations.services import query_validate
+from citations.services.revalidation import query_validate
 from citations.validation import later_meaning
-from citations.web.rendering import Marker, answer_html
+from citations.web.rendering import Marker, answer_html, passage_html
+from citations.web.source_pages import (
+    ViewerLinks,
+    hit_page_context,
+    source_crop_response,
+    source_page_context,
+)
 from core.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyInline
-from core.tenancy import organization_ids_of
+from core.role_backend import organizations_granting
 from documents.models import DataSource
 
 
@@ -70,6 +79,9 @@ class AppAdmin(OrganizationScopedAdmin):
     search_fields = ["name", "=id"]
 
 
+_AUDIT = "citations.view_queryexecution"  # reading answers is what these filters serve
+
+
 class DataSourceFilter(admin.SimpleListFilter):
     """Answers that cite a document of this data source."""
 
@@ -79,7 +91,8 @@ class DataSourceFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list:
         sources = DataSource.objects.order_by("name")
         if not request.user.is_superuser:
-            sources = sources.filter(organization_id__in=organization_ids_of(request.user))
+            mine = organizations_granting(request.user, _AUDIT)
+            sources = sources.filter(organization_id__in=mine)
         return [(str(s.pk), s.name) for s in sources]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
@@ -97,7 +110,8 @@ class DocumentFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list:
         quoted = QuotedSource.objects.all()
         if not request.user.is_superuser:
-            quoted = quoted.filter(query__organization_id__in=organization_ids_of(request.user))
+            mine = organizations_granting(request.user, _AUDIT)
+            quoted = quoted.filter(query__organization_id__in=mine)
         names = (
             quoted.values_list("document_name", flat=True)
             .distinct()
@@ -131,14 +145,16 @@ class QuotedSourceInline(ReadOnlyInline):
 class QueryExecutionAdmin(EvidenceAdmin):
     list_display = [
         "question_short",
+        "created_at",
+        "latency",
         "answer_short",
         "app",
         "organization",
         "caller",
+        "caller_address",
         "validator_status",
-        "latency",
-        "created_at",
     ]
+    ordering = ["-created_at"]
     list_filter = [
         ("organization", admin.RelatedOnlyFieldListFilter),
         ("app", admin.RelatedOnlyFieldListFilter),
@@ -158,6 +174,7 @@ class QueryExecutionAdmin(EvidenceAdmin):
         "quoted_sources__document_name",
         "quoted_sources__chunk_text",
         "=id",
+        "=caller_address",
     ]
     date_hierarchy = "created_at"
     actions = ["export_csv", "export_json"]
@@ -173,14 +190,61 @@ class QueryExecutionAdmin(EvidenceAdmin):
 
     @admin.display(description="latency", ordering="latency_ms")
     def latency(self, obj: QueryExecution) -> str:
-        return f"{obj.latency_ms:.0f} ms" if obj.latency_ms is not None else "–"
+        return latency_label(obj.latency_ms)
 
     def get_urls(self) -> list:
         report = self.admin_site.admin_view(self.report_view)
+        source = self.admin_site.admin_view(self.source_view)
+        crop = self.admin_site.admin_view(self.source_crop_view)
+        hit = self.admin_site.admin_view(self.hit_view)
         return [
             path("<uuid:object_id>/report/", report, name="citations_queryexecution_report"),
+            path(
+                "<uuid:object_id>/sources/<str:quoted_as>/",
+                source,
+                name="citations_queryexecution_source",
+            ),
+            path(
+                "<uuid:object_id>/sources/<str:quoted_as>/crop.png",
+                crop,
+                name="citations_queryexecution_source_crop",
+            ),
+            path(
+                "<uuid:object_id>/retrieved/<int:k_pos>/",
+                hit,
+                name="citations_queryexecution_hit",
+            ),
             *super().get_urls(),
         ]
+
+    def _viewable(self, request: HttpRequest, object_id: str) -> QueryExecution:
+        """An answer of an organization where the officer's role lets them read answers:
+        403 without that permission anywhere, 404 for another organization's."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return get_object_or_404(self.get_queryset(request).select_related("app"), pk=object_id)
+
+    def source_view(self, request: HttpRequest, object_id: str, quoted_as: str) -> HttpResponse:
+        """``[n]`` in the reader's source viewer, for any answer the officer may audit."""
+        execution = self._viewable(request, object_id)
+        context = source_page_context(
+            request, execution=execution, quoted_as=quoted_as, links=_officer_links(execution)
+        )
+        return render(request, "web/source.html", context)
+
+    def source_crop_view(
+        self, request: HttpRequest, object_id: str, quoted_as: str
+    ) -> HttpResponse:
+        execution = self._viewable(request, object_id)
+        return source_crop_response(request, execution=execution, quoted_as=quoted_as)
+
+    def hit_view(self, request: HttpRequest, object_id: str, k_pos: int) -> HttpResponse:
+        """A retrieval hit, cited or not, in the reader's source viewer."""
+        execution = self._viewable(request, object_id)
+        context = hit_page_context(
+            request, execution=execution, k_pos=k_pos, links=_officer_links(execution)
+        )
+        return render(request, "web/source.html", context)
 
     def change_view(
         self,
@@ -196,11 +260,7 @@ class QueryExecutionAdmin(EvidenceAdmin):
 
     def report_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
         """A printable A4 report of one answer, its sources and its hits."""
-        if not self.has_view_permission(request):
-            from django.core.exceptions import PermissionDenied
-
-            raise PermissionDenied
-        execution = get_object_or_404(self.get_queryset(request), pk=object_id)
+        execution = self._viewable(request, object_id)
         context = {
             **self.admin_site.each_context(request),
             **evidence_context(execution),
@@ -222,6 +282,14 @@ class QueryExecutionAdmin(EvidenceAdmin):
         )
         response["Content-Disposition"] = 'attachment; filename="answers-provenance.json"'
         return response
+
+
+def _officer_links(execution: QueryExecution) -> ViewerLinks:
+    return ViewerLinks(
+        back_url=reverse("admin:citations_queryexecution_change", args=[execution.pk]),
+        back_label="Back to the evidence",
+        crop_route="admin:citations_queryexecution_source_crop",
+    )
 
 
 def _answer_with_links(execution: QueryExecution) -> SafeString:
@@ -254,10 +322,21 @@ def evidence_context(execution: QueryExecution) -> dict:
     hits = list(
         RetrievalHit.objects.filter(query=execution).select_related("file").order_by("k_pos")
     )
-    for source in sources:  # links the template shows beside each source (no model fields)
+    for source in sources:  # what the template shows beside each source (no model fields)
+        quoted = [(c.source_start, c.source_end) for c in claims if c.quoted_source_id == source.pk]
+        source.rendered = passage_html(source.chunk_text, quoted)  # type: ignore[attr-defined]
+        source.viewer_url = reverse(  # type: ignore[attr-defined]
+            "admin:citations_queryexecution_source", args=[execution.pk, source.quoted_as]
+        )
         source.chunk_admin_url = reverse("admin:documents_chunk_change", args=[source.chunk_id])  # type: ignore[attr-defined]
         source.file_admin_url = reverse("admin:documents_file_change", args=[source.file_id])  # type: ignore[attr-defined]
         source.download_url = reverse("admin:documents_file_download", args=[source.file_id])  # type: ignore[attr-defined]
+    cited_as = {source.hit_id: source.quoted_as for source in sources}
+    for hit in hits:
+        hit.quoted_as = cited_as.get(hit.pk, "")  # type: ignore[attr-defined]
+        hit.viewer_url = reverse(  # type: ignore[attr-defined]
+            "admin:citations_queryexecution_hit", args=[execution.pk, hit.k_pos]
+        )
     validation = query_validate(execution=execution)
     return {
         "execution": execution,
@@ -287,10 +366,28 @@ def _source_anchor(source: QuotedSource) -> str:
     return f"#source-{source.quoted_as}"
 
 
-@admin.register(QuotedSource)
-class QuotedSourceAdmin(EvidenceAdmin):
+class AnswerPartAdmin(EvidenceAdmin):
+    """A row of an answer's evidence, listed newest answer first with the answer's time."""
+
     organization_path = "query__organization"
+
+    @admin.display(description="answered at", ordering="query__created_at")
+    def answered_at(self, obj: Any) -> datetime:
+        return cast("datetime", obj.query.created_at)
+
+    @admin.display(description="answer latency", ordering="query__latency_ms")
+    def answer_latency(self, obj: Any) -> str:
+        return latency_label(obj.query.latency_ms)
+
+
+_ANSWER_TIME = ["answered_at", "answer_latency"]
+
+
+@admin.register(QuotedSource)
+class QuotedSourceAdmin(AnswerPartAdmin):
+    ordering = ["-query__created_at", "id"]
     list_display = [
+        *_ANSWER_TIME,
         "quoted_as",
         "document_name",
         "file_revision",
@@ -304,17 +401,18 @@ class QuotedSourceAdmin(EvidenceAdmin):
 
 
 @admin.register(ClaimCitation)
-class ClaimCitationAdmin(EvidenceAdmin):
-    organization_path = "query__organization"
-    list_display = ["segment", "reply_sentence", "source_sentence", "query"]
+class ClaimCitationAdmin(AnswerPartAdmin):
+    ordering = ["-query__created_at", "segment"]
+    list_display = [*_ANSWER_TIME, "segment", "reply_sentence", "source_sentence", "query"]
     list_select_related = ["query"]
     search_fields = ["reply_sentence", "source_sentence"]
 
 
 @admin.register(RetrievalHit)
-class RetrievalHitAdmin(EvidenceAdmin):
-    organization_path = "query__organization"
+class RetrievalHitAdmin(AnswerPartAdmin):
+    ordering = ["-query__created_at", "k_pos"]
     list_display = [
+        *_ANSWER_TIME,
         "k_pos",
         "k_final",
         "retriever_type",
@@ -328,44 +426,64 @@ class RetrievalHitAdmin(EvidenceAdmin):
 
 
 @admin.register(ModelCall)
-class ModelCallAdmin(EvidenceAdmin):
+class ModelCallAdmin(AnswerPartAdmin):
     """Each request to a model and its reply as received, read-only."""
 
-    organization_path = "query__organization"
-    list_display = ["query", "attempt", "provider", "model", "response_id", "latency_ms"]
+    ordering = ["-created_at", "attempt"]
+    list_display = [
+        "created_at",
+        "call_latency",
+        "query",
+        "attempt",
+        "provider",
+        "model",
+        "response_id",
+    ]
     list_select_related = ["query"]
     list_filter = ["provider", "model"]
     search_fields = ["=query__id", "response_id"]
 
+    @admin.display(description="latency", ordering="latency_ms")
+    def call_latency(self, obj: ModelCall) -> str:
+        return latency_label(obj.latency_ms)
+
 
 @admin.register(ClaimCheck)
-class ClaimCheckAdmin(EvidenceAdmin):
+class ClaimCheckAdmin(AnswerPartAdmin):
     """Every claim of a model's reply and why it is, or is not, supported."""
 
-    organization_path = "query__organization"
-    list_display = ["query", "sentence", "supported", "reason", "reply_sentence"]
+    ordering = ["-query__created_at", "model_call", "sentence"]
+    list_display = [*_ANSWER_TIME, "query", "sentence", "supported", "reason", "reply_sentence"]
     list_select_related = ["query"]
     list_filter = ["supported", "reason"]
     search_fields = ["reply_sentence", "quote", "=query__id"]
 
 
 @admin.register(ReasoningStep)
-class ReasoningStepAdmin(EvidenceAdmin):
+class ReasoningStepAdmin(AnswerPartAdmin):
     """The steps of answers worked through in steps, read-only."""
 
-    organization_path = "query__organization"
-    list_display = ["query", "step_number", "question", "outcome", "confidence_score"]
+    ordering = ["-query__created_at", "step_number"]
+    list_display = [
+        *_ANSWER_TIME,
+        "query",
+        "step_number",
+        "question",
+        "outcome",
+        "confidence_score",
+    ]
     list_select_related = ["query"]
     list_filter = ["outcome", "proposed_by"]
     search_fields = ["question", "intermediate_answer", "=query__id"]
 
 
 @admin.register(StepSourceAttribution)
-class StepSourceAttributionAdmin(EvidenceAdmin):
+class StepSourceAttributionAdmin(AnswerPartAdmin):
     """What each step cites, frozen at query time, read-only."""
 
-    organization_path = "query__organization"
+    ordering = ["-query__created_at", "step", "id"]
     list_display = [
+        *_ANSWER_TIME,
         "step",
         "quoted_as",
         "document_title",
@@ -373,26 +491,27 @@ class StepSourceAttributionAdmin(EvidenceAdmin):
         "retrieval_rank",
         "relevance_score",
     ]
-    list_select_related = ["step"]
+    list_select_related = ["step", "query"]
     search_fields = ["document_title", "excerpt", "=query__id"]
 
 
 @admin.register(StepClaim)
-class StepClaimAdmin(EvidenceAdmin):
-    organization_path = "query__organization"
-    list_display = ["step", "segment", "reply_sentence", "source_sentence"]
-    list_select_related = ["step"]
+class StepClaimAdmin(AnswerPartAdmin):
+    ordering = ["-query__created_at", "step", "segment"]
+    list_display = [*_ANSWER_TIME, "step", "segment", "reply_sentence", "source_sentence"]
+    list_select_related = ["step", "query"]
     search_fields = ["reply_sentence", "=query__id"]
 
 
 @admin.register(RagTrace)
-class RagTraceAdmin(EvidenceAdmin):
-    organization_path = "query__organization"
-    list_display = ["ts", "qid", "seg", "lambda_state", "section_id", "rev"]
+class RagTraceAdmin(AnswerPartAdmin):
+    ordering = ["-query__created_at", "seg"]
+    list_display = [*_ANSWER_TIME, "ts", "qid", "seg", "lambda_state", "section_id", "rev"]
     list_select_related = ["query"]
     search_fields = ["qid", "line"]
 
 
+from citations.responses import admin as responses_admin  # noqa: E402, F401 - responses
 from citations.threads import admin as threads_admin  # noqa: E402, F401 - thread admins
 
 
@@ -401,7 +520,8 @@ class AnswerFeedbackAdmin(EvidenceAdmin):
     """Readers' verdicts on answers, as recorded (read-only: they are evidence)."""
 
     organization_path = "organization"
-    list_display = ["rating", "comment_short", "caller", "query", "organization", "created_at"]
+    list_display = ["created_at", "rating", "comment_short", "caller", "query", "organization"]
+    ordering = ["-created_at"]
     list_filter = ["rating", ("organization", admin.RelatedOnlyFieldListFilter), "created_at"]
     list_select_related = ["query", "organization"]
     search_fields = ["comment", "caller", "=query__id"]

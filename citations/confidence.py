@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citations.generators import Claim, Passage
-from citations.generators.extractive import question_coverage, words_missing
+from citations.generators.extractive.coverage import question_coverage, words_missing
 
 HIGH = "high"
 MEDIUM = "medium"

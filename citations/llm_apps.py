@@ -1,18 +1,53 @@
-"""Creating apps (``llm_app_id``) and deciding who may query them."""
+"""Apps (``llm_app_id``): creating, changing and deleting them, reading an
+organization's, and deciding who may query them."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.db import transaction
+from django.db.models import ProtectedError, QuerySet
 
 from citations.models import App, Reasoning
+from core.exceptions import DomainRejected
 from documents.models import DataSource, Organization
 
 
-class AppError(Exception):
-    """An app cannot be created as asked; the message says why."""
+class AppError(DomainRejected):
+    """An app cannot be created or changed as asked; the message says why."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "invalid_app",
+        status: int = 400,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message, code=code, status=status, param=param)
+
+
+# the retrieval settings an app may change, with the bounds a search can work with
+RETRIEVAL_BOUNDS: dict[str, tuple[float, float]] = {
+    "top_k": (1, 100),
+    "candidate_k": (1, 1000),
+    "min_score": (0.0, 1.0),
+    "answer_threshold": (0.0, 1.0),
+    "max_answer_sentences": (1, 50),
+}
+# every setting of an app that app_update changes (its name and data sources aside)
+APP_SETTINGS = (
+    "is_public",
+    "generator",
+    "model",
+    "prompt",
+    "temperature",
+    "max_output_tokens",
+    "reasoning",
+    *RETRIEVAL_BOUNDS,
+)
 
 
 @transaction.atomic
@@ -28,18 +63,25 @@ def app_create(
     temperature: float | None = None,
     max_output_tokens: int | None = None,
     reasoning: str = Reasoning.SINGLE,
+    retrieval: Mapping[str, float] | None = None,
 ) -> App:
+    """A new app over the data sources named; ``retrieval`` overrides the defaults
+    of :data:`RETRIEVAL_BOUNDS`' settings."""
     _generator_check(generator, model, temperature, max_output_tokens)
-    if reasoning not in Reasoning.values:
-        raise AppError(f"unknown reasoning {reasoning!r}: use {', '.join(Reasoning.values)}")
+    _reasoning_check(reasoning)
+    _retrieval_check(retrieval or {})
     if App.objects.filter(organization=organization, name=name).exists():
-        raise AppError(f"an app named {name!r} already exists in {organization.name}")
+        raise _name_taken(organization, name)
     sources = list(DataSource.objects.filter(organization=organization, name__in=data_source_names))
     missing = sorted(set(data_source_names) - {s.name for s in sources})
     if missing:
-        raise AppError(f"unknown data source(s) in {organization.name}: {', '.join(missing)}")
+        raise AppError(
+            f"unknown data source(s) in {organization.name}: {', '.join(missing)}",
+            code="unknown_data_source",
+            param="data_sources",
+        )
     if not sources:
-        raise AppError("an app needs at least one data source")
+        raise AppError("an app needs at least one data source", param="data_sources")
     app = App.objects.create(
         organization=organization,
         name=name,
@@ -50,9 +92,116 @@ def app_create(
         temperature=temperature,
         reasoning=reasoning,
         **({"max_output_tokens": max_output_tokens} if max_output_tokens else {}),
+        **(retrieval or {}),
     )
     app.data_sources.set(sources)
     return app
+
+
+def _name_taken(organization: Organization, name: str) -> AppError:
+    return AppError(
+        f"an app named {name!r} already exists in {organization.name}",
+        code="app_exists",
+        status=409,
+        param="name",
+    )
+
+
+def _reasoning_check(reasoning: str) -> None:
+    if reasoning not in Reasoning.values:
+        raise AppError(
+            f"unknown reasoning {reasoning!r}: use {', '.join(Reasoning.values)}",
+            param="reasoning",
+        )
+
+
+def _retrieval_check(retrieval: Mapping[str, float]) -> None:
+    for setting, value in retrieval.items():
+        if setting not in RETRIEVAL_BOUNDS:
+            raise AppError(f"unknown retrieval setting {setting!r}", param=setting)
+        low, high = RETRIEVAL_BOUNDS[setting]
+        if not low <= value <= high:
+            raise AppError(f"{setting} must be between {low} and {high}", param=setting)
+
+
+@transaction.atomic
+def app_update(
+    *,
+    app: App,
+    name: str | None = None,
+    data_sources: Sequence[DataSource] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> App:
+    """Change an app's name, data sources and :data:`APP_SETTINGS`; the answers it
+    gave keep the settings they were given with (each records its own)."""
+    changes = dict(settings or {})
+    unknown = sorted(set(changes) - set(APP_SETTINGS))
+    if unknown:
+        raise AppError(f"unknown setting(s): {', '.join(unknown)}", param=unknown[0])
+    merged = {field: getattr(app, field) for field in APP_SETTINGS} | changes
+    _generator_check(
+        merged["generator"], merged["model"], merged["temperature"], merged["max_output_tokens"]
+    )
+    _reasoning_check(merged["reasoning"])
+    _retrieval_check({key: merged[key] for key in RETRIEVAL_BOUNDS})
+    if name is not None and name != app.name:
+        if App.objects.filter(organization_id=app.organization_id, name=name).exists():
+            raise _name_taken(app.organization, name)
+        changes["name"] = name
+    if data_sources is not None:
+        if not data_sources:
+            raise AppError("an app needs at least one data source", param="data_sources")
+        app.data_sources.set(data_sources)
+    for field, value in changes.items():
+        setattr(app, field, value)
+    if changes:
+        app.save(update_fields=list(changes))
+    return app
+
+
+@transaction.atomic
+def app_delete(*, app: App) -> None:
+    """Delete an app that never answered. An app's answers are evidence and are
+    never deleted, so an app that has any is refused (409 ``app_has_answers``):
+    make it answer nobody instead by changing its settings, or keep it."""
+    answers = app.query_executions.count()
+    if answers:
+        raise AppError(
+            f"the app {app.name!r} has {answers} answer(s), which are evidence and stay: "
+            "an app that answered cannot be deleted",
+            code="app_has_answers",
+            status=409,
+            param="app_id",
+        )
+    try:
+        app.delete()
+    except ProtectedError as exc:  # threads, responses or evaluations that name it
+        raise AppError(
+            f"the app {app.name!r} is named by recorded threads, responses or evaluations, "
+            "which stay: it cannot be deleted",
+            code="app_has_answers",
+            status=409,
+            param="app_id",
+        ) from exc
+
+
+def apps_of(*, organization: Organization) -> QuerySet[App]:
+    """The organization's apps by name, with their data sources in one more query."""
+    return (
+        App.objects.filter(organization=organization)
+        .prefetch_related("data_sources")
+        .order_by("name", "id")
+    )
+
+
+def app_get(*, organization: Organization, app_id: str) -> App:
+    """The organization's app ``app_id`` (a public app of another one is not found)."""
+    app = app_find(app_id=app_id)
+    if app is None or app.organization_id != organization.pk:
+        raise AppError(
+            f"No app found with id '{app_id}'.", code="not_found", status=404, param="app_id"
+        )
+    return apps_of(organization=organization).get(pk=app.pk)
 
 
 def _generator_check(
@@ -60,13 +209,16 @@ def _generator_check(
 ) -> None:
     """A model generator needs a model; the numbers must be ones a provider accepts."""
     if generator not in App.Generator.values:
-        raise AppError(f"unknown generator {generator!r}: use {', '.join(App.Generator.values)}")
+        raise AppError(
+            f"unknown generator {generator!r}: use {', '.join(App.Generator.values)}",
+            param="generator",
+        )
     if generator != App.Generator.EXTRACTIVE and not model.strip():
-        raise AppError(f"the {generator} generator needs a model (--model)")
+        raise AppError(f"the {generator} generator needs a model (--model)", param="model")
     if temperature is not None and not 0 <= temperature <= 2:
-        raise AppError("the temperature must be between 0 and 2")
+        raise AppError("the temperature must be between 0 and 2", param="temperature")
     if max_output_tokens is not None and not 1 <= max_output_tokens <= 200_000:
-        raise AppError("max output tokens must be between 1 and 200000")
+        raise AppError("max output tokens must be between 1 and 200000", param="max_output_tokens")
 
 
 def app_find(*, app_id: str) -> App | None:

@@ -15,6 +15,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from core.user_agents import MAX_USER_AGENT_CHARS
+
 
 class Reasoning(models.TextChoices):
     """How an app works through a question: in one retrieval, or in steps."""
@@ -140,7 +142,19 @@ class QueryExecution(models.Model):
     caller = models.CharField(
         max_length=200, blank=True, default="", help_text="Who asked, as recorded at the time."
     )
+    # the surface it was asked through: api, web, thread, response, cli, evaluation, …
     origin = models.CharField(max_length=30, default="api")
+    # where the request came from (empty for a command, a task, an evaluation); the agent
+    # is the client's own words, text to read (core/user_agents.py)
+    caller_address = models.GenericIPAddressField(
+        null=True, blank=True, help_text="The client's address, as the server saw it."
+    )
+    caller_user_agent = models.CharField(
+        max_length=MAX_USER_AGENT_CHARS,
+        blank=True,
+        default="",
+        help_text='The client\'s User-Agent header, or "manage.py <command>".',
+    )
     retriever = models.CharField(max_length=60, default="hybrid-rrf")
     index_hash = models.CharField(max_length=64, blank=True, default="")
     embed_model = models.CharField(max_length=200, blank=True, default="")
@@ -551,6 +565,9 @@ class Run(models.Model):
     caller_api_key = models.ForeignKey(
         "documents.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # where the run was asked from, handed to its query execution when the worker runs it
+    caller_address = models.GenericIPAddressField(null=True, blank=True)
+    caller_user_agent = models.CharField(max_length=MAX_USER_AGENT_CHARS, blank=True, default="")
     error_code = models.CharField(max_length=40, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

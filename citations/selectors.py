@@ -85,6 +85,15 @@ def claims_of(*, execution: QueryExecution) -> QuerySet[ClaimCitation]:
     )
 
 
+def quoted_spans_of(*, chunk_id: uuid.UUID | str) -> list[tuple[int, int]]:
+    """Every span of a chunk's text that an answer quoted (offsets into ``chunk_text``,
+    which never changes once written), in order."""
+    spans = ClaimCitation.objects.filter(quoted_source__chunk_id=chunk_id).values_list(
+        "source_start", "source_end"
+    )
+    return sorted(set(spans))
+
+
 def _chunks_of(*, organization: Organization | None, snippet_ids: list[str]) -> dict[str, Chunk]:
     """The organization's chunks among ``snippet_ids`` (ids that are no UUID name none)."""
     valid = []

@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from citations.responses.services import responses_sweep_stale
-from citations.services import query_executions_sweep_stale
+from citations.services.abandoning import query_executions_sweep_stale
 from citations.threads.tasks import run_execute
 
 

@@ -1,7 +1,7 @@
 """Who is calling: one value, built once from a request, that views hand to services.
 
-Services keep their ``user``/``api_key``/``origin`` arguments (commands and tasks
-call them with no request at all); a view reads those off its :class:`Caller`
+Services keep their ``user``/``api_key``/``origin``/``user_agent`` arguments
+(commands and tasks call them with no request at all); a view reads those off its :class:`Caller`
 instead of each one digging in ``request.auth`` and ``request.META``.
 """
 
@@ -14,6 +14,8 @@ from rest_framework.exceptions import PermissionDenied
 
 from core.authentication import api_key_of
 from core.tenancy import organization_of
+from core.user_agents import MAX_USER_AGENT_CHARS as MAX_USER_AGENT_CHARS  # re-exported
+from core.user_agents import user_agent_clean
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
@@ -21,8 +23,6 @@ if TYPE_CHECKING:
     from rest_framework.request import Request
 
     from documents.models import ApiKey, Organization
-
-MAX_USER_AGENT_CHARS = 500  # a header is the client's to write: keep what a person reads
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,12 @@ class Caller:
     def from_request(cls, request: HttpRequest | Request) -> Caller:
         """The caller of ``request``; reads the organization (one query for a session)."""
         user = getattr(request, "user", None)
-        agent = request.META.get("HTTP_USER_AGENT", "")[:MAX_USER_AGENT_CHARS]
         return cls(
             user=user if user is not None and user.is_authenticated else None,
             api_key=api_key_of(request),
             organization=organization_of(request),
             origin=client_address(request),
-            user_agent=agent or None,
+            user_agent=client_user_agent(request),
         )
 
     @property
@@ -78,3 +77,8 @@ def caller_label(
 def client_address(request: HttpRequest | Request) -> str | None:
     """The caller's address as the server saw it (proxies are the operator's to configure)."""
     return request.META.get("REMOTE_ADDR") or None
+
+
+def client_user_agent(request: HttpRequest | Request) -> str | None:
+    """The client's User-Agent header as recorded (core/user_agents.py); None without one."""
+    return user_agent_clean(request.META.get("HTTP_USER_AGENT")) or None

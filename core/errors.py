@@ -63,7 +63,7 @@ def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
     described = {
         400: "the request is malformed; `error.code` and `error.param` say what",
         401: "no valid API key",
-        403: "signed in, but not a member of an organization",
+        403: "not a member of an organization, or the caller's role may not do this",
         404: "not found, or another organization's",
         409: "the resource is not in a state that allows this",
         413: "the upload is too large",

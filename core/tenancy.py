@@ -10,12 +10,24 @@ from core.authentication import api_key_of
 from documents.models import Organization, OrganizationMember
 
 if TYPE_CHECKING:
-    import uuid
-
-    from django.contrib.auth.base_user import AbstractBaseUser
-    from django.contrib.auth.models import AnonymousUser
     from django.http import HttpRequest
     from rest_framework.request import Request
+
+
+_MEMBERSHIP = "_provenance_membership"
+
+
+def membership_of(request: HttpRequest | Request) -> OrganizationMember | None:
+    """The signed-in user's membership the request acts through (their first one),
+    read once per request."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None
+    raw = getattr(request, "_request", request)  # DRF wraps Django's request
+    if not hasattr(raw, _MEMBERSHIP):
+        membership = user.memberships.select_related("organization").order_by("id").first()
+        setattr(raw, _MEMBERSHIP, membership)
+    return getattr(raw, _MEMBERSHIP)
 
 
 def organization_of(request: HttpRequest | Request) -> Organization | None:
@@ -23,11 +35,17 @@ def organization_of(request: HttpRequest | Request) -> Organization | None:
     key = api_key_of(request)
     if key is not None:
         return key.organization
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return None
-    membership = user.memberships.select_related("organization").order_by("id").first()
+    membership = membership_of(request)
     return membership.organization if membership else None
+
+
+def role_of(request: HttpRequest | Request) -> str | None:
+    """The role the request acts with (core.roles): its API key's, else its member's."""
+    key = api_key_of(request)
+    if key is not None:
+        return key.role
+    membership = membership_of(request)
+    return membership.role if membership else None
 
 
 def member_organization(request: HttpRequest | Request) -> Organization:
@@ -37,11 +55,3 @@ def member_organization(request: HttpRequest | Request) -> Organization:
     if organization is None:
         raise PermissionDenied("no organization")
     return organization
-
-
-def organization_ids_of(user: AbstractBaseUser | AnonymousUser) -> list[uuid.UUID]:
-    """The ids of the organizations ``user`` is a member of (the admin scopes by them)."""
-    if user.pk is None:  # nobody signed in: a member of nothing
-        return []
-    memberships = OrganizationMember.objects.filter(user_id=user.pk)
-    return list(memberships.values_list("organization_id", flat=True))

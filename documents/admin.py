@@ -7,7 +7,7 @@ scoped to the staff member's organizations.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
@@ -19,11 +19,14 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from audit.events import document_event_record
+from citations.selectors import quoted_spans_of
 from core.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyInline
-from core.caller import client_address
+from core.caller import client_address, client_user_agent
 from core.markdown import markdown_html
-from documents import ingestion
+from core.members import member_remove, staff_flag_sync
 from documents.downloads import original_download
+from documents.ingestion.requeue import file_retry, retry_can_help
+from documents.member_admin import MemberInline, members_saved
 from documents.models import (
     ApiKey,
     Chunk,
@@ -40,25 +43,58 @@ from documents.reconversion import files_reconvert_outdated
 
 @admin.register(Organization)
 class OrganizationAdmin(OrganizationScopedAdmin):
+    """The organization's page holds its members and their roles (documents.member_admin)."""
+
     organization_path = "pk"
     list_display = ["name", "id", "created_at"]
     search_fields = ["name"]
+    inlines = [MemberInline]
+
+    def get_inlines(self, request: HttpRequest, obj: Organization | None) -> list:
+        return self.inlines if obj is not None else []  # members once it exists
+
+    def save_formset(self, request: HttpRequest, form: object, formset: Any, change: bool) -> None:
+        super().save_formset(request, form, formset, change)
+        members_saved(request, formset)
 
 
 @admin.register(OrganizationMember)
 class OrganizationMemberAdmin(OrganizationScopedAdmin):
-    list_display = ["user", "organization"]
+    list_display = ["user", "organization", "role"]
+    list_filter = ["role"]
     list_select_related = ["user", "organization"]
+
+    def save_model(
+        self, request: HttpRequest, obj: OrganizationMember, form: object, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        staff_flag_sync(obj.user)
+
+    def delete_model(self, request: HttpRequest, obj: OrganizationMember) -> None:
+        member_remove(member=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for member in queryset.select_related("user"):
+            member_remove(member=member)
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(OrganizationScopedAdmin):
-    list_display = ["prefix", "name", "organization", "created_at", "last_used_at", "revoked_at"]
+    list_display = [
+        "prefix",
+        "name",
+        "role",
+        "organization",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
     list_select_related = ["organization"]
     readonly_fields = ["prefix", "key_hash", "created_at", "last_used_at"]
     fields = [
         "organization",
         "name",
+        "role",
         "prefix",
         "key_hash",
         "created_at",
@@ -125,6 +161,7 @@ class FileAdmin(EvidenceAdmin):
             file=record,
             user=cast(User, request.user),  # the admin site lets only signed-in staff in
             origin=client_address(request),
+            user_agent=client_user_agent(request),
         )
         return original_download(record)
 
@@ -156,10 +193,15 @@ class FileAdmin(EvidenceAdmin):
     )
     def retry_failed(self, request: HttpRequest, queryset: QuerySet[File]) -> None:
         failed = list(queryset.filter(status=FileStatus.FAILED))
-        hopeless = [record for record in failed if not ingestion.retry_can_help(record)]
+        hopeless = [record for record in failed if not retry_can_help(record)]
         for record in failed:
             if record not in hopeless:
-                ingestion.file_retry(file=record)
+                file_retry(
+                    file=record,
+                    user=cast(User, request.user),  # the admin site lets only signed-in staff in
+                    origin=client_address(request),
+                    user_agent=client_user_agent(request),
+                )
         queued = len(failed) - len(hopeless)
         level = messages.SUCCESS if queued else messages.WARNING
         note = (
@@ -182,6 +224,7 @@ class FileAdmin(EvidenceAdmin):
             why="admin action",
             user=cast(User, request.user),  # the admin site lets only signed-in staff in
             origin=client_address(request),
+            user_agent=client_user_agent(request),
         )
         unchanged = queryset.count() - queued
         note = f"; {unchanged} left alone (already current, not ready, or superseded)"
@@ -253,11 +296,15 @@ class ChunkAdmin(EvidenceAdmin):
         "file_link", "rendered", "content_hash", "char_start", "char_end", "hierarchy",
     ]  # fmt: skip
 
-    @admin.display(description="as a reader sees it")
+    @admin.display(description="as a reader sees it (quoted sentences marked)")
     def rendered(self, obj: Chunk) -> str:
-        """The chunk's Markdown rendered and sanitised, as the reading pages show it;
-        the stored text stays in its own field, byte for byte."""
-        return format_html('<div class="rendered-markdown">{}</div>', markdown_html(obj.chunk_text))
+        """The chunk's Markdown rendered and sanitised, as the reading pages show it,
+        each sentence an answer quoted from it marked; the stored text stays in its
+        own field, byte for byte."""
+        quoted = quoted_spans_of(chunk_id=obj.pk)
+        return format_html(
+            '<div class="rendered-markdown">{}</div>', markdown_html(obj.chunk_text, quoted)
+        )
 
     @admin.display(description="file revision")
     def file_link(self, obj: Chunk) -> str:

@@ -13,6 +13,7 @@ from django.db.models import F
 from django.db.models.functions import Cast
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
+from core.roles import Role
 from documents.fulltext import TEXT_SEARCH_CONFIG, indexed_text, spaced_scripts
 
 EMBEDDING_DIMENSIONS = 384
@@ -36,6 +37,7 @@ class OrganizationMember(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.VIEWER)
 
     class Meta:
         constraints = [
@@ -43,7 +45,7 @@ class OrganizationMember(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.user} @ {self.organization}"
+        return f"{self.user} @ {self.organization} ({self.role})"
 
 
 class ApiKey(models.Model):
@@ -57,6 +59,7 @@ class ApiKey(models.Model):
         Organization, on_delete=models.CASCADE, related_name="api_keys"
     )
     name = models.CharField(max_length=200, blank=True, default="")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.VIEWER)
     prefix = models.CharField(max_length=16, unique=True)
     key_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)

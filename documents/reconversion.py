@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from django.db.models import QuerySet
 
 from documents.converters import KINDS, converter_for
-from documents.ingestion import file_reconvert
+from documents.ingestion.requeue import file_reconvert
 from documents.models import File
 from documents.selectors import converter_change, markdowns_outdated
 
@@ -55,11 +55,14 @@ def outdated_file_reconvert(
     why: str,
     user: AbstractBaseUser | None = None,
     origin: str | None = None,
+    user_agent: str | None = None,
 ) -> bool:
     """Queue one outdated file, recording ``why`` and the converter change as the
     reason; False when it is no longer ready (``file_reconvert``)."""
     reason = f"{why}: {outdated.change}"
-    return file_reconvert(file=outdated.file, reason=reason, user=user, origin=origin)
+    return file_reconvert(
+        file=outdated.file, reason=reason, user=user, origin=origin, user_agent=user_agent
+    )
 
 
 def files_reconvert_outdated(
@@ -68,10 +71,13 @@ def files_reconvert_outdated(
     why: str,
     user: AbstractBaseUser | None = None,
     origin: str | None = None,
+    user_agent: str | None = None,
 ) -> int:
     """Queue every outdated file of ``files``; how many were queued."""
     outdated, _ = files_outdated(files=files)
     return sum(
-        outdated_file_reconvert(outdated=item, why=why, user=user, origin=origin)
+        outdated_file_reconvert(
+            outdated=item, why=why, user=user, origin=origin, user_agent=user_agent
+        )
         for item in outdated
     )

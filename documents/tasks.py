@@ -11,7 +11,11 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from documents import ingestion
+from documents.ingestion.chunk import file_chunk
+from documents.ingestion.convert import file_convert
+from documents.ingestion.embed import file_embed, file_embed_share
+from documents.ingestion.requeue import ingestion_resume_stalled
+from documents.ingestion.status import file_fail
 
 logger = logging.getLogger(__name__)
 # errors worth retrying with backoff (database or broker briefly away); shared by all tasks
@@ -32,27 +36,27 @@ def _run_stage(stage: Callable[..., object], file_id: str, **options: Any) -> No
     except TRANSIENT:
         raise
     except SoftTimeLimitExceeded:
-        ingestion.file_fail(file_id=file_id, reason="processing took too long and was stopped")
+        file_fail(file_id=file_id, reason="processing took too long and was stopped")
     except Exception as exc:
         logger.exception("stage %s crashed on %s", stage.__name__, file_id)
-        ingestion.file_fail(file_id=file_id, reason=f"internal error: {type(exc).__name__}: {exc}")
+        file_fail(file_id=file_id, reason=f"internal error: {type(exc).__name__}: {exc}")
 
 
 @shared_task(**_OPTIONS)
 def convert_file(file_id: str) -> None:
-    _run_stage(ingestion.file_convert, file_id)
+    _run_stage(file_convert, file_id)
 
 
 @shared_task(**_OPTIONS)
 def chunk_file(file_id: str) -> None:
-    _run_stage(ingestion.file_chunk, file_id)
+    _run_stage(file_chunk, file_id)
 
 
 @shared_task(**_OPTIONS)
 def embed_file(file_id: str, turn: str | None = None) -> None:
     """One slice of a file's embedding; the next one is queued behind other work."""
     slice_seconds = settings.PROVENANCE_EMBED_SLICE_SECONDS
-    _run_stage(ingestion.file_embed, file_id, turn=turn, slice_seconds=slice_seconds)
+    _run_stage(file_embed, file_id, turn=turn, slice_seconds=slice_seconds)
 
 
 @shared_task(**_OPTIONS)
@@ -62,7 +66,7 @@ def embed_file_share(
     """A second process's share of one slice of a file's embedding; failures only
     log: the stage's owner embeds whatever a helper leaves."""
     try:
-        ingestion.file_embed_share(
+        file_embed_share(
             file_id=file_id, markdown_id=markdown_id, sharing=sharing, slice_seconds=slice_seconds
         )
     except TRANSIENT:
@@ -73,7 +77,7 @@ def embed_file_share(
 
 @shared_task(acks_late=True)
 def resume_stalled_ingestions() -> list[str]:
-    return ingestion.ingestion_resume_stalled()
+    return ingestion_resume_stalled()
 
 
 def pipeline_for(file_id: str, *, queue: str | None = None) -> chain:

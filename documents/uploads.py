@@ -18,10 +18,11 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
+from django.urls import reverse
 
 from audit.events import document_event_record
 from core.exceptions import DomainRejected
-from documents import ingestion
+from documents.ingestion.queueing import ingestion_queue
 from documents.models import ApiKey, DataSource, File, Organization
 from documents.sniffing import UnsupportedFile, sniff
 from documents.storable_text import unstorable_character
@@ -84,7 +85,10 @@ def data_source_for(*, organization: Organization, name: str) -> DataSource:
         source = DataSource.objects.filter(organization=organization, name=name).first()
     if source is None:
         raise UploadRejected(
-            f"unknown data source {name!r}", code="unknown_data_source", param="data_source"
+            f"unknown data source {name!r}: create it first "
+            f"(POST {reverse('data-source-list')} with its name, an editor's or admin's key)",
+            code="unknown_data_source",
+            param="data_source",
         )
     return source
 
@@ -122,8 +126,10 @@ def file_upload(
     uploaded_by: AbstractBaseUser | AnonymousUser | None = None,
     api_key: ApiKey | None = None,
     origin: str | None = None,
+    user_agent: str | None = None,
 ) -> UploadResult:
-    """Store a new file (or a new revision of a file of the same name) and queue it."""
+    """Store a new file (or a new revision of a file of the same name) and queue it;
+    the upload is recorded with the client's address ``origin`` and ``user_agent``."""
     name = filename_sanitize(name)
     spooled, sha256, size, head = _spool(stream, settings.PROVENANCE_MAX_UPLOAD_BYTES)
     with spooled:
@@ -151,6 +157,7 @@ def file_upload(
             user=uploaded_by,
             api_key=api_key,
             origin=origin,
+            user_agent=user_agent,
         )
     except Exception:
         original_delete(key)
@@ -182,6 +189,7 @@ def _record(
     user: AbstractBaseUser | AnonymousUser | None,
     api_key: ApiKey | None,
     origin: str | None,
+    user_agent: str | None,
 ) -> File:
     DataSource.objects.select_for_update().get(pk=data_source.pk)  # serialises revision numbers
     latest = File.objects.filter(data_source=data_source, name=name).order_by("-revision").first()
@@ -207,6 +215,7 @@ def _record(
         user=uploader,
         api_key=api_key,
         origin=origin,
+        user_agent=user_agent,
     )
-    ingestion.ingestion_queue(file_id=record.pk)
+    ingestion_queue(file_id=record.pk)
     return record

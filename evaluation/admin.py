@@ -17,7 +17,7 @@ from django.urls import path, reverse
 
 from citations.models import App
 from core.admin_scoping import EvidenceAdmin
-from core.tenancy import organization_ids_of
+from core.role_backend import organizations_granting
 from evaluation.goldsets import MAX_GOLD_BYTES, GoldSetError, goldset_parse
 from evaluation.models import EvaluationRun, RunStatus
 from evaluation.plots import PLOT_NAMES, plot_png
@@ -39,7 +39,9 @@ class StartForm(forms.Form):
         super().__init__(*args, **kwargs)
         apps = App.objects.select_related("organization").order_by("name")
         if not user.is_superuser:
-            apps = apps.filter(organization_id__in=organization_ids_of(user))
+            apps = apps.filter(
+                organization_id__in=organizations_granting(user, "evaluation.start_evaluation")
+            )
         cast(forms.ModelChoiceField, self.fields["app"]).queryset = apps
 
     def clean_gold(self) -> object:

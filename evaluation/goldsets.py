@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
 from citations.models import App
-from citations.services import QueryRejected, question_clean
+from citations.services.questions import QueryRejected, question_clean
 from documents.models import File
 
 MAX_GOLD_BYTES = 20 * 1024 * 1024

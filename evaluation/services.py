@@ -23,7 +23,8 @@ from django.db import DatabaseError, connection, transaction
 
 from audit.ledger import ledger_append
 from citations.models import App, QueryExecution, QuotedSource, RagTrace, RetrievalHit
-from citations.services import query_execute, query_validate
+from citations.services.execution import query_execute
+from citations.services.revalidation import query_validate
 from core.caller import caller_label
 from evaluation.goldsets import GoldItem, GoldSet, goldset_unknown_documents
 from evaluation.models import (

@@ -4,13 +4,20 @@ the embedded server or DATABASE_URL) and a real Celery worker process."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+from uuid import UUID
 
+import pluggy
 import pytest
+from pytest_django import DjangoDbBlocker
 
 from tests.support.corpus import CORPUS
 from tests.support.worker import WorkerProcess, reset_broker_folder
+
+if TYPE_CHECKING:
+    from documents.models import File
 
 
 @pytest.fixture(scope="session")
@@ -20,7 +27,9 @@ def corpus() -> Path:
 
 
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker) -> Iterator[WorkerProcess]:
+def celery_worker(
+    django_db_setup: None, django_db_blocker: DjangoDbBlocker
+) -> Iterator[WorkerProcess]:
     """One worker for the session; tests using it need ``transaction=True``."""
     reset_broker_folder()
     worker = WorkerProcess("session")
@@ -29,7 +38,9 @@ def celery_worker(django_db_setup, django_db_blocker) -> Iterator[WorkerProcess]
     worker.stop()
 
 
-def wait_for_status(file_id, statuses=("ready", "failed"), timeout: float = 120):
+def wait_for_status(
+    file_id: UUID | str, statuses: tuple[str, ...] = ("ready", "failed"), timeout: float = 120
+) -> File:
     """Poll a file until its status is one of ``statuses``; returns the row."""
     from documents.models import File
 
@@ -43,7 +54,7 @@ def wait_for_status(file_id, statuses=("ready", "failed"), timeout: float = 120)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _search_threads_closed(django_db_setup) -> Iterator[None]:
+def _search_threads_closed(django_db_setup: None) -> Iterator[None]:
     """Search threads keep their connections; close them before the test database goes."""
     yield
     from retrieval.search import search_threads_close
@@ -56,7 +67,9 @@ _BEAT_TASKS = ("resume_stalled_ingestions", "resume_stalled_runs")  # every 2 s:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """A failed test that used the session worker shows the end of its log (beat's
     sweeps left out): when a file never got ready, what the worker was doing is the
     first thing to read, and CI keeps no artifacts."""

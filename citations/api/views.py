@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -34,9 +36,12 @@ from citations.api.serializers import (
 )
 from citations.generators import ModelError
 from citations.models import App, QueryExecution
-from citations.services import QueryAbandoned, query_execute, query_validate
+from citations.services.abandoning import QueryAbandoned
+from citations.services.execution import query_execute
+from citations.services.revalidation import query_validate
 from core.caller import Caller
 from core.errors import ApiError, error_responses
+from core.roles import Action
 from core.tenancy import organization_of
 
 
@@ -63,6 +68,8 @@ class _AppView(APIView):
 class QueryExecutionsView(_AppView):
     """Ask the app a question; the answer carries ``[n]`` references."""
 
+    role_actions: ClassVar[dict[str, Action]] = {"POST": Action.ASK}
+
     @extend_schema(
         request=QueryInput,
         responses={201: QueryExecutionOutput, **error_responses(400, 404, 415)},
@@ -78,7 +85,12 @@ class QueryExecutionsView(_AppView):
             )
         try:
             execution = query_execute(
-                app=app, question=request.data["query"], user=caller.user, api_key=caller.api_key
+                app=app,
+                question=request.data["query"],
+                user=caller.user,
+                api_key=caller.api_key,
+                caller_address=caller.origin,
+                user_agent=caller.user_agent,
             )
         except ModelError as exc:  # the failed query execution is recorded with the reason
             raise ApiError(exc.message, code=exc.code, status_code=exc.status) from exc
@@ -94,6 +106,8 @@ class QueryExecutionsView(_AppView):
 class QueryExecutionDetailView(_AppView):
     """A recorded answer, with every retrieval hit and its citation payload."""
 
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK}
+
     @extend_schema(responses={200: QueryExecutionDetailOutput, **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = self.execution(request, llm_app_id, query_id)
@@ -103,6 +117,8 @@ class QueryExecutionDetailView(_AppView):
 class CitationsMarkdownView(_AppView):
     """The answer as Markdown (provenance-records): the text with a footnote per claim,
     then every retrieved source; links are absolute (``?base_url=`` or this host)."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK}
 
     @extend_schema(
         parameters=[OpenApiParameter("base_url", str, description="absolute links' origin")],
@@ -122,6 +138,8 @@ class CitationsMarkdownView(_AppView):
 class ReasoningView(_AppView):
     """How the answer was found: its steps, each with its sub-question, short answer
     and sources, and the source summary (cot-source-attribution)."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK}
 
     @extend_schema(
         parameters=[
@@ -146,6 +164,8 @@ class ReasoningView(_AppView):
 class QuotedSourcesView(_AppView):
     """The sources behind the answer's ``[n]`` markers (source-citation v2)."""
 
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK}
+
     @extend_schema(responses={200: QuotedSourceOutput(many=True), **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = self.execution(request, llm_app_id, query_id)
@@ -156,6 +176,8 @@ class QuotedSourcesView(_AppView):
 
 class SentenceCitationsView(_AppView):
     """Deprecated v1: sentence-level citations of an answer."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"POST": Action.ASK}
 
     @extend_schema(
         request=None,
@@ -174,6 +196,8 @@ class SentenceCitationsView(_AppView):
 class QueryValidationView(_AppView):
     """Re-validate a recorded answer's citations against the live index."""
 
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK}
+
     @extend_schema(responses={200: QueryValidationOutput, **error_responses(404)})
     def get(self, request: Request, llm_app_id: str, query_id: str) -> Response:
         execution = self.execution(request, llm_app_id, query_id)
@@ -183,6 +207,8 @@ class QueryValidationView(_AppView):
 class CitationValidateView(APIView):
     """Validate a citation payload list; snippets of the caller's organization are
     checked against the live index hash, analyzer and revision."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"POST": Action.ASK}
 
     @extend_schema(
         request=CitationValidateInput,

@@ -145,7 +145,7 @@ class ModelGenerator(Protocol):
 
 def generator_for(app: App) -> Generator | ModelGenerator:
     """The app's generator, configured with the app's answer settings."""
-    from citations.generators.extractive import ExtractiveGenerator
+    from citations.generators.extractive.generator import ExtractiveGenerator
 
     if app.generator == "extractive":
         return ExtractiveGenerator(

@@ -26,7 +26,7 @@ from citations.generators import (
     ModelReply,
     generator_for,
 )
-from citations.generators.extractive import LEXICAL_WEIGHT, PRIOR_WEIGHT
+from citations.generators.extractive.thresholds import LEXICAL_WEIGHT, PRIOR_WEIGHT
 from citations.markers import MARKER
 from citations.model_evidence import claim_checks_create, generation_compose, model_calls_create
 from citations.models import (
@@ -47,7 +47,7 @@ from citations.reasoning.attribution import (
 )
 from citations.reasoning.decompose import Plan, StepPlan, question_decompose
 from citations.reasoning.proposals import plan_propose
-from citations.services import Searcher, _Retrieved
+from citations.services.searching import Retrieved, Searcher
 
 NO_HITS = "No passage was retrieved for this step, so it is not answered."
 # the answers of earlier steps a step searches with, at most this long (the embedder
@@ -62,7 +62,7 @@ class StepResult:
     number: int
     plan: StepPlan
     search_text: str
-    retrieved: list[_Retrieved]
+    retrieved: list[Retrieved]
     composition: Composition
     generation: Generation | None
     confidence: float
@@ -87,7 +87,7 @@ class SteppedAnswer:
     plan: Plan
     plan_call: ModelReply | None
     steps: list[StepResult]
-    retrieved: list[_Retrieved]
+    retrieved: list[Retrieved]
     composition: Composition
     bases: list[int]  # each step's first index in ``retrieved``
     final_of: dict[tuple[int, int], int]  # (step, its claim) -> claim of the final answer
@@ -376,7 +376,7 @@ def _offset(results: list[StepResult], step: StepResult) -> tuple[int, int]:
 
 
 def _joined(plan: Plan, plan_call: ModelReply | None, results: list[StepResult]) -> SteppedAnswer:
-    retrieved: list[_Retrieved] = []
+    retrieved: list[Retrieved] = []
     bases: list[int] = []
     for step in results:
         k_pos, k_final = _offset(results, step)

@@ -68,9 +68,15 @@ def _answer_events(
 
 
 def response_events(
-    *, response_id: str, include_results: bool, absolute: Callable[[str], str]
+    *,
+    response_id: str,
+    include_results: bool,
+    absolute: Callable[[str], str],
+    caller_address: str | None = None,
+    user_agent: str | None = None,
 ) -> Iterator[bytes]:
-    """The events of a response being answered now, in this request."""
+    """The events of a response being answered now, in this request (from
+    ``caller_address`` with ``user_agent``)."""
     event = _Events()
     record = ResponseRecord.objects.select_related("app").get(pk=response_id)
     opened = output.response_output(record)
@@ -82,7 +88,9 @@ def response_events(
     yield event("response.file_search_call.in_progress", **search)
     yield event("response.file_search_call.searching", **search)
     try:
-        record = services.response_execute(response_id=response_id)
+        record = services.response_execute(
+            response_id=response_id, caller_address=caller_address, user_agent=user_agent
+        )
     except Exception:  # recorded failed by the service; the stream says so
         logger.exception("response %s failed", response_id)
         record = ResponseRecord.objects.select_related("app").get(pk=response_id)

@@ -21,7 +21,8 @@ from django.utils import timezone
 
 from citations.generators import ModelError
 from citations.models import App, QueryExecution, ResponseRecord, ResponseStatus
-from citations.services import QueryRejected, query_execute
+from citations.services.execution import query_execute
+from citations.services.questions import QueryRejected
 from citations.threads.errors import ThreadRejected
 from citations.threads.selectors import CONTEXT_MAX_CHARS, CONTEXT_QUESTIONS, assistant_get
 from citations.threads.services import content_clean, metadata_clean
@@ -321,9 +322,16 @@ def retrieval_context(*, response: ResponseRecord) -> str:
     return "\n".join(parts)[-CONTEXT_MAX_CHARS:]
 
 
-def response_execute(*, response_id: uuid.UUID | str) -> ResponseRecord:
-    """Answer the response's question with its app; a refusal or a model's failure
-    ends it ``failed`` with OpenAI's error code, anything else too, then re-raised."""
+def response_execute(
+    *,
+    response_id: uuid.UUID | str,
+    caller_address: str | None = None,
+    user_agent: str | None = None,
+) -> ResponseRecord:
+    """Answer the response's question with its app, recorded as asked from
+    ``caller_address`` with ``user_agent`` (the request answering it); a refusal or a
+    model's failure ends it ``failed`` with OpenAI's error code, anything else too,
+    then re-raised."""
     response = ResponseRecord.objects.select_related(
         "app", "previous", "previous__query", "caller_user", "caller_api_key"
     ).get(pk=response_id)
@@ -334,6 +342,8 @@ def response_execute(*, response_id: uuid.UUID | str) -> ResponseRecord:
             user=response.caller_user,
             api_key=response.caller_api_key,
             origin="response",
+            caller_address=caller_address,
+            user_agent=user_agent,
             retrieval_context=retrieval_context(response=response),
             instructions=response.instructions or None,
         )

@@ -4,7 +4,7 @@ service, shape the response object (or stream its events)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from django.http import HttpResponseBase
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -23,6 +23,7 @@ from citations.responses.schema import (
 from citations.threads.errors import ThreadRejected
 from core.caller import Caller
 from core.errors import error_responses
+from core.roles import Action
 from core.sse import event_stream
 from core.tenancy import organization_of
 
@@ -47,6 +48,8 @@ def _include(request: Request) -> bool:
 class ResponsesView(APIView):
     """Answer now: the response, or with ``"stream": true`` its events."""
 
+    role_actions: ClassVar[dict[str, Action]] = {"POST": Action.ASK}
+
     @extend_schema(
         request=ResponseCreateInput,
         responses={
@@ -70,9 +73,13 @@ class ResponsesView(APIView):
                     response_id=str(record.pk),
                     include_results=asked.include_results,
                     absolute=absolute,
+                    caller_address=caller.origin,
+                    user_agent=caller.user_agent,
                 )
             )
-        record = services.response_execute(response_id=record.pk)
+        record = services.response_execute(
+            response_id=record.pk, caller_address=caller.origin, user_agent=caller.user_agent
+        )
         return Response(
             response_output(record, include_results=asked.include_results, absolute=absolute)
         )
@@ -80,6 +87,8 @@ class ResponsesView(APIView):
 
 class ResponseDetailView(APIView):
     """A response of the caller's organization, as it was answered; deleting hides it."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK, "DELETE": Action.ASK}
 
     @extend_schema(
         parameters=[INCLUDE_PARAMETER],

@@ -7,6 +7,7 @@ from typing import cast
 
 from django.contrib import admin
 
+from citations.admin_columns import elapsed_label
 from citations.models import Message, Run, Thread
 from core.admin_scoping import EvidenceAdmin, ReadOnlyInline
 
@@ -27,7 +28,8 @@ class RunInline(ReadOnlyInline):
 
 @admin.register(Thread)
 class ThreadAdmin(EvidenceAdmin):
-    list_display = ["id", "organization", "caller", "created_at"]
+    list_display = ["id", "created_at", "organization", "caller"]
+    ordering = ["-created_at"]
     list_filter = [("organization", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["organization"]
     search_fields = ["=id"]
@@ -38,17 +40,24 @@ class ThreadAdmin(EvidenceAdmin):
 @admin.register(Run)
 class RunAdmin(EvidenceAdmin):
     organization_path = "thread__organization"
-    list_display = ["id", "thread", "app", "status", "query", "created_at", "completed_at"]
+    list_display = ["id", "created_at", "latency", "thread", "app", "status", "query"]
+    ordering = ["-created_at"]
     list_filter = ["status", ("app", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["thread", "app", "query"]
     search_fields = ["=id", "=thread__id", "=query__id"]
     date_hierarchy = "created_at"
+
+    @admin.display(description="latency")
+    def latency(self, obj: Run) -> str:
+        """From the run's creation to its end, whichever end it had."""
+        return elapsed_label(obj.created_at, obj.completed_at or obj.failed_at or obj.cancelled_at)
 
 
 @admin.register(Message)
 class MessageAdmin(EvidenceAdmin):
     organization_path = "thread__organization"
     list_display = ["created_at", "thread", "role", "content", "run", "query"]
+    ordering = ["-created_at"]
     list_filter = ["role"]
     list_select_related = ["thread", "run", "query"]
     search_fields = ["content", "=thread__id", "=query__id"]

@@ -4,20 +4,18 @@ plus the conversation context a follow-up question is searched with."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import Generic, TypeVar
 
-from django.db.models import Model, Q, QuerySet, Sum
+from django.db.models import QuerySet, Sum
 
 from citations.llm_apps import app_find, app_visible_to
 from citations.models import App, Message, MessageRole, Run, Thread
 from citations.threads.errors import ThreadRejected
+from core.pagination import Page as Page
+from core.pagination import page_of as page_of
 from documents.models import Organization
 
 CONTEXT_QUESTIONS = 2
 CONTEXT_MAX_CHARS = 400  # the embedder reads ~256 tokens: leave room for the question itself
-
-M = TypeVar("M", bound=Model)
 
 
 def _not_found(kind: str, raw_id: object) -> ThreadRejected:
@@ -109,42 +107,3 @@ def retrieval_context(*, question: Message) -> str:
             sections.append(source["section"])
     parts = [q[: CONTEXT_MAX_CHARS // 2] for q in reversed(questions)] + sections
     return "\n".join(parts)[-CONTEXT_MAX_CHARS:]
-
-
-@dataclass(frozen=True)
-class Page(Generic[M]):
-    items: list[M]
-    has_more: bool
-
-
-def page_of(
-    queryset: QuerySet[M], *, limit: int, order: str, after: str | None, before: str | None
-) -> Page[M]:
-    """OpenAI cursor pagination over ``(created_at, id)``; cursors are ids of the same list."""
-    ascending = order == "asc"
-    for param, cursor in (("after", after), ("before", before)):
-        if cursor is None:
-            continue
-        key = _uuid(cursor)
-        anchor = queryset.filter(pk=key).values("created_at", "pk").first() if key else None
-        if anchor is None:
-            raise ThreadRejected(
-                f"{param} names no object of this list", code="invalid_cursor", param=param
-            )
-        later = (param == "after") == ascending  # "after" in a newest-first list is older
-        queryset = queryset.filter(_beyond(anchor, later=later))
-    backwards = before is not None and after is None
-    forward = ascending != backwards
-    fields = ("created_at", "id") if forward else ("-created_at", "-id")
-    rows = list(queryset.order_by(*fields)[: limit + 1])
-    items = rows[:limit]
-    if backwards:
-        items.reverse()
-    return Page(items=items, has_more=len(rows) > limit)
-
-
-def _beyond(anchor: dict, *, later: bool) -> Q:
-    op = "gt" if later else "lt"
-    return Q(**{f"created_at__{op}": anchor["created_at"]}) | Q(
-        created_at=anchor["created_at"], **{f"id__{op}": anchor["pk"]}
-    )

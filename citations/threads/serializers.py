@@ -1,19 +1,19 @@
-"""The OpenAI Assistants wire format of threads, messages and runs, and the
-list parameters (``limit``, ``order``, ``after``, ``before``)."""
+"""The OpenAI Assistants wire format of threads, messages and runs; the list
+parameters (``limit``, ``order``, ``after``, ``before``) are ``core.pagination``'s."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Sum
-from django.http import QueryDict
 
 from citations.models import Message, MessageRole, Run, RunStatus, Thread
-from citations.threads.errors import ThreadRejected
+from core.pagination import ListParams as ListParams
+from core.pagination import list_output as list_output
+from core.pagination import list_params as list_params
 
 SOURCE_TRACING_OBJECT = "source_tracing"
 
@@ -144,47 +144,3 @@ def run_output(run: Run) -> dict[str, Any]:
         "parallel_tool_calls": False,
         "query_id": str(run.query_id) if run.query_id else None,
     }
-
-
-def list_output(items: Sequence[Any], has_more: bool, shape: Callable[[Any], dict]) -> dict:
-    data = [shape(item) for item in items]
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": has_more,
-    }
-
-
-@dataclass(frozen=True)
-class ListParams:
-    limit: int
-    order: str
-    after: str | None
-    before: str | None
-
-    def as_kwargs(self) -> dict[str, Any]:
-        return {
-            "limit": self.limit,
-            "order": self.order,
-            "after": self.after,
-            "before": self.before,
-        }
-
-
-def list_params(query: QueryDict) -> ListParams:
-    """``limit`` 1..100 (default 20), ``order`` asc|desc (default desc), ``after``, ``before``."""
-    raw_limit = query.get("limit", "20")
-    try:
-        limit = int(raw_limit)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= 100:
-        raise ThreadRejected(
-            "limit must be an integer from 1 to 100", code="invalid_limit", param="limit"
-        )
-    order = query.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise ThreadRejected("order must be 'asc' or 'desc'", code="invalid_order", param="order")
-    return ListParams(limit, order, query.get("after") or None, query.get("before") or None)

@@ -29,10 +29,12 @@ from citations.models import (
     RunStatus,
     Thread,
 )
-from citations.services import MAX_QUESTION_CHARS, QueryRejected, query_execute
+from citations.services.execution import query_execute
+from citations.services.questions import MAX_QUESTION_CHARS, QueryRejected
 from citations.threads import selectors
 from citations.threads.errors import ThreadRejected
 from citations.threads.sources import annotations_of, sources_of
+from core.user_agents import user_agent_clean
 from documents.models import ApiKey, Organization
 
 logger = logging.getLogger(__name__)
@@ -187,12 +189,15 @@ def run_create(
     app: App,
     user: Any = None,
     api_key: ApiKey | None = None,
+    caller_address: str | None = None,
+    user_agent: str | None = None,
     instructions: object = None,
     additional_instructions: object = None,
     additional_messages: object = None,
     metadata: object = None,
 ) -> Run:
-    """Queue a run answering the thread's latest user message; the worker does the work."""
+    """Queue a run answering the thread's latest user message; the worker does the work
+    (and records the answer as asked from ``caller_address`` with ``user_agent``)."""
     thread = _lock(thread)
     _refuse_if_busy(thread, "create a run on")
     _messages_add(thread, additional_messages, "additional_messages")
@@ -209,6 +214,8 @@ def run_create(
         metadata=metadata_clean(metadata),
         caller_user=user if user is not None and user.is_authenticated else None,
         caller_api_key=api_key,
+        caller_address=caller_address or None,
+        caller_user_agent=user_agent_clean(user_agent),
     )
     from citations.threads.tasks import run_execute as task  # the task module imports this one
 
@@ -262,6 +269,8 @@ def run_execute(*, run_id: str) -> None:
             user=run.caller_user,
             api_key=run.caller_api_key,
             origin="thread",
+            caller_address=run.caller_address,
+            user_agent=run.caller_user_agent,
             retrieval_context=selectors.retrieval_context(question=run.question),
             instructions=run.instructions or None,
         )

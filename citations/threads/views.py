@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from django.http import HttpResponseBase
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -38,20 +38,12 @@ from citations.threads.serializers import (
 )
 from core.caller import Caller
 from core.errors import error_responses
+from core.pagination import LIST_PARAMETERS
+from core.roles import Action
 from core.sse import event_stream
 from core.tenancy import member_organization
 
 POLL_AFTER_MS = "250"  # create_and_poll waits this long between polls
-LIST_PARAMETERS = [
-    OpenApiParameter(
-        "limit",
-        {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
-        description="1..100, default 20",
-    ),
-    OpenApiParameter("order", str, enum=["asc", "desc"], description="by created_at"),
-    OpenApiParameter("after", str, description="an id of this list"),
-    OpenApiParameter("before", str, description="an id of this list"),
-]
 
 
 def _body(request: Request) -> Mapping[str, Any]:
@@ -65,6 +57,9 @@ class _View(APIView):
 
     # core.errors maps them; this docstring is also the OpenAPI description of the
     # views below that have none of their own, so it stays as clients have read it
+
+    # threads, messages, runs and steps are all asking (core.roles)
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK, "POST": Action.ASK}
 
     def thread(self, request: Request, thread_id: str) -> Thread:
         return selectors.thread_get(organization=member_organization(request), thread_id=thread_id)
@@ -176,6 +171,8 @@ class RunsView(_View):
             ),
             user=caller.user,
             api_key=caller.api_key,
+            caller_address=caller.origin,
+            user_agent=caller.user_agent,
             instructions=body.get("instructions"),
             additional_instructions=body.get("additional_instructions"),
             additional_messages=body.get("additional_messages"),

@@ -160,11 +160,12 @@ def answer_page(*, execution: QueryExecution) -> AnswerPage:
     )
 
 
-def crop_url(source: QuotedSource, *, segment: int) -> str:
-    """The highlighted region of a PDF source around one claim, or "" for other kinds."""
+def crop_url(source: QuotedSource, *, segment: int, route: str = "web-source-crop") -> str:
+    """The highlighted region of a PDF source around one claim, or "" for other kinds
+    (``route``: the reader's own crop, or the officers' in the admin)."""
     if source.file.kind != "pdf":
         return ""
-    base = reverse("web-source-crop", args=[source.query_id, source.quoted_as])
+    base = reverse(route, args=[source.query_id, source.quoted_as])
     return f"{base}?claim={segment}"
 
 

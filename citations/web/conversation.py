@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from citations.models import Message, MessageRole, QueryExecution, Thread
-from citations.services import query_execute
+from citations.services.execution import query_execute
 from citations.threads import selectors as thread_selectors
 from citations.threads.services import message_create, thread_create
 from citations.threads.sources import annotations_of, sources_of
@@ -57,10 +57,18 @@ def conversation_thread(*, execution: QueryExecution) -> Thread:
     return thread
 
 
-def follow_up_ask(*, previous: QueryExecution, question: str, user: User) -> QueryExecution:
+def follow_up_ask(
+    *,
+    previous: QueryExecution,
+    question: str,
+    user: User,
+    caller_address: str | None = None,
+    user_agent: str | None = None,
+) -> QueryExecution:
     """Ask ``question`` after ``previous`` in the same thread, searched with the
-    earlier turns (``retrieval_context``); raises ``ThreadRejected`` (bad message)
-    or ``QueryRejected``/``ModelError`` as ``query_execute`` does."""
+    earlier turns (``retrieval_context``), recorded as asked from ``caller_address``
+    with ``user_agent``; raises ``ThreadRejected`` (bad message) or
+    ``QueryRejected``/``ModelError`` as ``query_execute`` does."""
     thread = conversation_thread(execution=previous)
     message = message_create(thread=thread, role=MessageRole.USER, content=question)
     execution = query_execute(
@@ -68,6 +76,8 @@ def follow_up_ask(*, previous: QueryExecution, question: str, user: User) -> Que
         question=message.content,
         user=user,
         origin="web",
+        caller_address=caller_address,
+        user_agent=user_agent,
         retrieval_context=thread_selectors.retrieval_context(question=message),
     )
     _assistant_post(thread, execution)

@@ -16,7 +16,7 @@ from django.utils.html import escape
 
 from citations.generators import ModelError
 from citations.models import QueryExecution
-from citations.services import QueryRejected
+from citations.services.questions import QueryRejected
 from citations.threads.errors import ThreadRejected
 from citations.web.answers import AnswerPage, answer_page
 from citations.web.rendering import Marker, answer_html

@@ -6,7 +6,7 @@ or calls ``query_execute``, then renders."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import quote_etag
@@ -15,21 +15,28 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from citations.feedback import FeedbackRejected, feedback_latest, feedback_record
 from citations.generators import ModelError
 from citations.models import FeedbackRating, QueryExecution
-from citations.services import QueryRejected, query_execute
+from citations.services.execution import query_execute
+from citations.services.questions import QueryRejected
 from citations.threads.errors import ThreadRejected
 from citations.web import selectors
-from citations.web.answers import answer_page, crop_url
+from citations.web.answers import answer_page
 from citations.web.conversation import earlier_turns, follow_up_ask
 from citations.web.pdf_pages import RENDER_DPI, page_png
-from citations.web.rendering import passage_html
+from citations.web.source_pages import (
+    ViewerLinks,
+    hit_page_context,
+    source_crop_response,
+    source_page_context,
+)
 from citations.web.streaming import answer_events
-from citations.web.viewer import highlight_crop, source_view
+from core.caller import client_address, client_user_agent
+from core.roles import Action
 from core.sse import event_stream
 from documents import selectors as document_selectors
 from documents.web.access import MemberRequest, member_required
 
 
-@member_required
+@member_required(Action.ASK)
 @require_http_methods(["GET", "POST"])
 def ask(request: MemberRequest) -> HttpResponse:
     """The question box of the chosen app; POST answers and shows the answer page."""
@@ -41,7 +48,14 @@ def ask(request: MemberRequest) -> HttpResponse:
     if request.method == "POST" and app is not None:
         question = request.POST.get("question", "")
         try:
-            execution = query_execute(app=app, question=question, user=request.user, origin="web")
+            execution = query_execute(
+                app=app,
+                question=question,
+                user=request.user,
+                origin="web",
+                caller_address=client_address(request),
+                user_agent=client_user_agent(request),
+            )
         except QueryRejected as exc:
             error = exc.message.replace("'query'", "The question")
         except ModelError as exc:  # recorded as a failed answer; say what went wrong
@@ -56,20 +70,27 @@ def ask(request: MemberRequest) -> HttpResponse:
     )
 
 
-@member_required
+@member_required(Action.ASK)
 @require_POST
 def ask_stream(request: MemberRequest) -> StreamingHttpResponse:
     """The Ask and follow-up forms with JavaScript: the answer as server-sent events
     (``citations/web/streaming.py``); ``follow_up`` names the answer it follows."""
     question = request.POST.get("question", "")
     previous_id = request.POST.get("follow_up")
+    address, agent = client_address(request), client_user_agent(request)
     if previous_id:
         previous = selectors.query_of_user(
             organization=request.organization, user=request.user, query_id=previous_id
         )
 
         def ask() -> QueryExecution:
-            return follow_up_ask(previous=previous, question=question, user=request.user)
+            return follow_up_ask(
+                previous=previous,
+                question=question,
+                user=request.user,
+                caller_address=address,
+                user_agent=agent,
+            )
 
     else:
         app = selectors.app_of(
@@ -77,7 +98,14 @@ def ask_stream(request: MemberRequest) -> StreamingHttpResponse:
         )
 
         def ask() -> QueryExecution:
-            return query_execute(app=app, question=question, user=request.user, origin="web")
+            return query_execute(
+                app=app,
+                question=question,
+                user=request.user,
+                origin="web",
+                caller_address=address,
+                user_agent=agent,
+            )
 
     return event_stream(answer_events(ask))
 
@@ -91,7 +119,7 @@ def _answer_context(request: MemberRequest, execution: QueryExecution) -> dict:
     }
 
 
-@member_required
+@member_required(Action.ASK)
 @require_GET
 def answer(request: MemberRequest, query_id: str) -> HttpResponse:
     execution = selectors.query_of_user(
@@ -100,7 +128,7 @@ def answer(request: MemberRequest, query_id: str) -> HttpResponse:
     return render(request, "web/answer.html", _answer_context(request, execution))
 
 
-@member_required
+@member_required(Action.ASK)
 @require_POST
 def follow_up(request: MemberRequest, query_id: str) -> HttpResponse:
     """A follow-up question without JavaScript: answered in the same thread."""
@@ -109,7 +137,13 @@ def follow_up(request: MemberRequest, query_id: str) -> HttpResponse:
     )
     question = request.POST.get("question", "")
     try:
-        execution = follow_up_ask(previous=previous, question=question, user=request.user)
+        execution = follow_up_ask(
+            previous=previous,
+            question=question,
+            user=request.user,
+            caller_address=client_address(request),
+            user_agent=client_user_agent(request),
+        )
     except (QueryRejected, ThreadRejected) as exc:
         error = exc.message.replace("'query'", "The question")
     except ModelError as exc:
@@ -121,7 +155,7 @@ def follow_up(request: MemberRequest, query_id: str) -> HttpResponse:
     return render(request, "web/answer.html", context, status=400)
 
 
-@member_required
+@member_required(Action.ASK)
 @require_POST
 def feedback(request: MemberRequest, query_id: str) -> HttpResponse:
     """Helpful or not, with an optional comment: recorded as evidence."""
@@ -142,92 +176,52 @@ def feedback(request: MemberRequest, query_id: str) -> HttpResponse:
     return HttpResponseRedirect(f"{reverse('web-answer', args=[execution.pk])}#feedback")
 
 
-@member_required
+def _reader_links(execution: QueryExecution) -> ViewerLinks:
+    return ViewerLinks(
+        back_url=reverse("web-answer", args=[execution.pk]),
+        back_label="Back to the answer",
+        crop_route="web-source-crop",
+    )
+
+
+@member_required(Action.ASK)
 @require_GET
 def source(request: MemberRequest, query_id: str, quoted_as: str) -> HttpResponse:
     """``[n]`` in its original, as recorded when the answer was given."""
     execution = selectors.query_of_user(
         organization=request.organization, user=request.user, query_id=query_id
     )
-    quoted = selectors.quoted_source_of(execution=execution, quoted_as=quoted_as)
-    claims = list(quoted.claims.order_by("segment"))
-    context = {
-        "execution": execution,
-        "quoted": quoted,
-        "claims": claims,
-        "state": selectors.document_states([quoted.file])[quoted.file_id],
-        "passage": passage_html(
-            quoted.chunk_text, [(c.source_start, c.source_end) for c in claims]
-        ),
-        "view": source_view(
-            chunk=quoted.chunk,
-            claims=[(c.source_start, c.source_end) for c in claims],
-            whole=request.GET.get("lines") == "all",
-            page=_page_asked(request),
-        ),
-        "crop_url": crop_url(quoted, segment=claims[0].segment) if claims else "",
-    }
+    context = source_page_context(
+        request, execution=execution, quoted_as=quoted_as, links=_reader_links(execution)
+    )
     return render(request, "web/source.html", context)
 
 
-def _page_asked(request: MemberRequest) -> int | None:
-    """The page the reader moved to (``?page=``), else None: the cited pages."""
-    raw = request.GET.get("page", "")
-    return int(raw) if raw.isdigit() and 0 < int(raw) < 100_000 else None
-
-
-@member_required
+@member_required(Action.ASK)
 @require_GET
 def source_crop(request: MemberRequest, query_id: str, quoted_as: str) -> HttpResponse:
-    """The highlighted band of a PDF page for one claim of ``[n]`` (``?claim=`` its
-    segment; the first claim when absent): the ``[n]`` previews and the phone viewer."""
+    """The highlighted band of a PDF page for one claim of ``[n]``: the ``[n]``
+    previews and the phone viewer."""
     execution = selectors.query_of_user(
         organization=request.organization, user=request.user, query_id=query_id
     )
-    quoted = selectors.quoted_source_of(execution=execution, quoted_as=quoted_as)
-    claims = quoted.claims.order_by("segment")
-    raw = request.GET.get("claim", "")
-    if raw.isdigit():
-        claims = claims.filter(segment=int(raw))
-    ranges = [(c.source_start, c.source_end) for c in claims]
-    if not ranges:
-        raise Http404("no such claim")
-    etag = quote_etag(f"{quoted.file.sha256}-{quoted.pk}-{raw}-{RENDER_DPI}")
-    if request.headers.get("If-None-Match") == etag:
-        return HttpResponse(status=304, headers={"ETag": etag})
-    response = HttpResponse(
-        highlight_crop(chunk=quoted.chunk, claims=ranges), content_type="image/png"
-    )
-    response["Cache-Control"] = "private, max-age=86400, immutable"  # evidence never changes
-    response["ETag"] = etag
-    return response
+    return source_crop_response(request, execution=execution, quoted_as=quoted_as)
 
 
-@member_required
+@member_required(Action.ASK)
 @require_GET
 def hit(request: MemberRequest, query_id: str, k_pos: int) -> HttpResponse:
     """A retrieved but uncited unit in its original (no claim rests on it)."""
     execution = selectors.query_of_user(
         organization=request.organization, user=request.user, query_id=query_id
     )
-    retrieved = selectors.hit_of(execution=execution, k_pos=k_pos)
-    context = {
-        "execution": execution,
-        "hit": retrieved,
-        "claims": [],
-        "state": selectors.document_states([retrieved.file])[retrieved.file_id],
-        "passage": passage_html(retrieved.chunk.chunk_text, []),
-        "view": source_view(
-            chunk=retrieved.chunk,
-            claims=[],
-            whole=request.GET.get("lines") == "all",
-            page=_page_asked(request),
-        ),
-    }
+    context = hit_page_context(
+        request, execution=execution, k_pos=k_pos, links=_reader_links(execution)
+    )
     return render(request, "web/source.html", context)
 
 
-@member_required
+@member_required(Action.ASK)
 @require_GET
 def history(request: MemberRequest) -> HttpResponse:
     page = selectors.history_page(
@@ -237,7 +231,7 @@ def history(request: MemberRequest) -> HttpResponse:
     return render(request, "web/history.html", {"page": page, "rows": rows})
 
 
-@member_required
+@member_required(Action.READ_DOCUMENTS)
 @require_GET
 def page_image(request: MemberRequest, file_id: str, number: int) -> HttpResponse:
     """A PDF page as PNG; the bytes of a revision never change, so caching is safe."""

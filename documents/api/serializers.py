@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from django.urls import reverse
@@ -47,10 +48,14 @@ class FileDeleteInput(serializers.Serializer):
     )
 
     @classmethod
-    def reason_from(cls, data: Any) -> str:
-        """The valid reason in ``data``, or an ``ApiError`` whose code says what is wrong
-        (``reason_too_long``, else ``reason_required``)."""
-        form = cls(data=data if isinstance(data, dict) else {})
+    def reason_from(cls, data: Any, query: Mapping[str, Any] | None = None) -> str:
+        """The valid reason in ``data``, else in the ``?reason=`` of ``query`` (for
+        clients that send no DELETE body), or an ``ApiError`` whose code says what is
+        wrong (``reason_too_long``, else ``reason_required``)."""
+        given = data if isinstance(data, dict) else {}
+        if "reason" not in given and query is not None and "reason" in query:
+            given = {"reason": query.get("reason")}
+        form = cls(data=given)
         if form.is_valid():
             return form.validated_data["reason"]
         if any(error.code == "max_length" for error in form.errors.get("reason", [])):

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from documents.api import views
+from documents.api.management import management_urls
 
 urlpatterns = [
     path("files", views.FileUploadView.as_view(), name="file-upload"),
@@ -13,4 +14,5 @@ urlpatterns = [
         views.ChunkDetailView.as_view(),
         name="chunk-detail",
     ),
+    *management_urls,
 ]

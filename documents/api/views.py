@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,8 +15,9 @@ from rest_framework.views import APIView
 from audit.events import document_event_record
 from core.caller import Caller
 from core.errors import ApiError, error_responses
+from core.roles import Action
 from core.tenancy import member_organization
-from documents import ingestion, selectors
+from documents import selectors
 from documents.api.parsers import RawNameMultiPartParser
 from documents.api.serializers import (
     ChunkOutput,
@@ -30,12 +33,16 @@ from documents.api.serializers import (
     file_upload_output,
 )
 from documents.downloads import original_download
+from documents.ingestion.cancel import NotCancellable, file_cancel
+from documents.ingestion.delete import AlreadyDeleted, file_delete
 from documents.models import FileStatus
 from documents.uploads import data_source_for, file_upload
 
 
 class FileUploadView(APIView):
     """Upload a file into a data source; ingestion continues in the background."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"POST": Action.EDIT_DOCUMENTS}
 
     parser_classes = [RawNameMultiPartParser]
 
@@ -61,6 +68,7 @@ class FileUploadView(APIView):
             uploaded_by=caller.user,
             api_key=caller.api_key,
             origin=caller.origin,
+            user_agent=caller.user_agent,
         )
         body = file_upload_output(result, request)
         code = status.HTTP_200_OK if result.duplicate else status.HTTP_202_ACCEPTED
@@ -70,6 +78,11 @@ class FileUploadView(APIView):
 class FileDetailView(APIView):
     """Metadata, stage and progress of one file revision."""
 
+    role_actions: ClassVar[dict[str, Action]] = {
+        "GET": Action.READ_DOCUMENTS,
+        "DELETE": Action.EDIT_DOCUMENTS,
+    }
+
     @extend_schema(responses={200: FileOutput, **error_responses(404)})
     def get(self, request: Request, file_id: str) -> Response:
         record = selectors.file_get(organization=member_organization(request), file_id=file_id)
@@ -77,22 +90,31 @@ class FileDetailView(APIView):
 
     @extend_schema(
         request=FileDeleteInput,
+        parameters=[
+            OpenApiParameter(
+                "reason",
+                str,
+                description="for a client that cannot send a DELETE body: the body's "
+                "`reason` (the body wins when both are sent)",
+            )
+        ],
         responses={200: FileOutput, **error_responses(400, 404, 409, 415)},
     )
     def delete(self, request: Request, file_id: str) -> Response:
         """Hide the document from retrieval (all revisions); evidence and bytes stay."""
         caller = Caller.from_request(request)
         record = selectors.file_get(organization=caller.member_organization, file_id=file_id)
-        reason = FileDeleteInput.reason_from(request.data)
+        reason = FileDeleteInput.reason_from(request.data, request.query_params)
         try:
-            ingestion.file_delete(
+            file_delete(
                 file=record,
                 reason=reason,
                 user=caller.user,
                 api_key=caller.api_key,
                 origin=caller.origin,
+                user_agent=caller.user_agent,
             )
-        except ingestion.AlreadyDeleted as exc:
+        except AlreadyDeleted as exc:
             raise ApiError(str(exc), code="already_deleted", status_code=409) from exc
         record.refresh_from_db()
         return Response(file_output(record, request))
@@ -100,6 +122,8 @@ class FileDetailView(APIView):
 
 class FileCancelView(APIView):
     """Stop the ingestion of a file that is not ready yet; it can be retried later."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"POST": Action.EDIT_DOCUMENTS}
 
     @extend_schema(
         request=FileCancelInput,
@@ -112,14 +136,15 @@ class FileCancelView(APIView):
         record = selectors.file_get(organization=caller.member_organization, file_id=file_id)
         reason = FileCancelInput.reason_from(request.data)
         try:
-            ingestion.file_cancel(
+            file_cancel(
                 file=record,
                 user=caller.user,
                 api_key=caller.api_key,
                 origin=caller.origin,
+                user_agent=caller.user_agent,
                 reason=reason,
             )
-        except ingestion.NotCancellable as exc:
+        except NotCancellable as exc:
             raise ApiError(str(exc), code="not_in_progress", status_code=409) from exc
         record.refresh_from_db()
         return Response(file_output(record, request))
@@ -127,6 +152,8 @@ class FileCancelView(APIView):
 
 class FileContentView(APIView):
     """The original uploaded bytes, byte for byte."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.READ_DOCUMENTS}
 
     @extend_schema(
         responses={
@@ -145,12 +172,15 @@ class FileContentView(APIView):
             user=caller.user,
             api_key=caller.api_key,
             origin=caller.origin,
+            user_agent=caller.user_agent,
         )
         return original_download(record)
 
 
 class FileMarkdownView(APIView):
     """The ingested Markdown of the file revision, with its converter and chunk ids."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.READ_DOCUMENTS}
 
     @extend_schema(responses={200: FileMarkdownOutput, **error_responses(404, 409)})
     def get(self, request: Request, file_id: str) -> Response:
@@ -174,6 +204,8 @@ class FileMarkdownView(APIView):
 
 class ChunkDetailView(APIView):
     """A chunk's full provenance: file id, text and Markdown locations."""
+
+    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.READ_DOCUMENTS}
 
     @extend_schema(responses={200: ChunkOutput, **error_responses(404)})
     def get(self, request: Request, database_id: str, chunk_id: str) -> Response:

@@ -97,6 +97,12 @@ def database_config(url: str) -> dj_database_url.DBConfig:
 DATABASES = {"default": database_config(DATABASE_URL)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# passwords as Django checks them; the admin's permissions from members' roles (core.roles)
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "core.role_backend.RolePermissionBackend",
+]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -305,7 +311,11 @@ REST_FRAMEWORK = {
         "core.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["core.permissions.HasOrganization"],
+    # a caller of some organization, whose role allows the view's action (core.roles)
+    "DEFAULT_PERMISSION_CLASSES": [
+        "core.permissions.HasOrganization",
+        "core.permissions.RoleAllows",
+    ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON only; the upload view alone takes multipart (its own parser_classes)
     "DEFAULT_PARSER_CLASSES": ["documents.api.parsers.StorableJSONParser"],
@@ -328,6 +338,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "citations.models.RunStatus",
         "MessageRoleEnum": "citations.models.MessageRole",
         "FileStatusEnum": "documents.models.FileStatus",
+        "RoleEnum": "core.roles.Role",
     },
 }
 

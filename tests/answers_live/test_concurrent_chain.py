@@ -12,13 +12,14 @@ from audit.ledger import ledger_verify
 from audit.models import EvidenceEntry
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 WRITERS, EVENTS_EACH = 6, 15
 
 
-def test_parallel_evidence_writers_produce_one_chain(celery_worker):
+def test_parallel_evidence_writers_produce_one_chain(celery_worker: WorkerProcess) -> None:
     source = factories.data_source()
     record = factories.upload(source, "policy.md", b"# Policy\n\nKeep it safe.\n").file
     assert wait_for_status(record.pk).status == "ready"

@@ -8,16 +8,20 @@ import shutil
 import subprocess
 
 import pytest
+from pytest_django.live_server_helper import LiveServer
 
 from citations.llm_apps import app_create
 from citations.services import query_execute
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-def test_documented_curl_returns_the_documented_shape(celery_worker, live_server):
+def test_documented_curl_returns_the_documented_shape(
+    celery_worker: WorkerProcess, live_server: LiveServer
+) -> None:
     assert shutil.which("curl"), "curl is needed to run the documented example"
     org = factories.organization()
     source = factories.data_source(org, "Human Resources")

@@ -11,6 +11,8 @@ from citations.services import query_execute
 from documents.ingestion import file_delete
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.http import streamed
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -19,7 +21,7 @@ V2 = b"# Retention\n\nInvoices are kept for ten years after the fiscal year ends
 QUESTION = "How long are invoices kept?"
 
 
-def _sources(client: APIClient, app_id, query_id) -> list[dict]:
+def _sources(client: APIClient, app_id: object, query_id: object) -> list[dict]:
     response = client.get(
         f"/semantics/apps/{app_id}/query-execution-sources/{query_id}/get-quoted-sources"
     )
@@ -27,7 +29,9 @@ def _sources(client: APIClient, app_id, query_id) -> list[dict]:
     return response.json()
 
 
-def test_old_answers_keep_their_sources_after_a_new_revision_and_a_deletion(celery_worker):
+def test_old_answers_keep_their_sources_after_a_new_revision_and_a_deletion(
+    celery_worker: WorkerProcess,
+) -> None:
     org = factories.organization()
     source = factories.data_source(org, "Finance")
     key = factories.api_key(org)
@@ -58,7 +62,7 @@ def test_old_answers_keep_their_sources_after_a_new_revision_and_a_deletion(cele
     assert before[0]["provenance"]["file_revision"] == 1
     assert "five years" in before[0]["chunk"]["data"]
     original = client.get(before[0]["document"]["url"])
-    assert b"".join(original.streaming_content) == V1
+    assert streamed(original) == V1
     claim = old.claim_citations.get()
     assert (
         claim.quoted_source.chunk.chunk_text[claim.source_start : claim.source_end]

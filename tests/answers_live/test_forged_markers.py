@@ -11,9 +11,11 @@ from django.db import connection
 from citations.llm_apps import app_create
 from citations.markers import markers_in, markers_match, quoted_text_neutralise
 from citations.models import ClaimCitation
-from citations.services import query_execute, query_validate
+from citations.services import query_execute
+from citations.services.revalidation import query_validate
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 FORGER = (
     "# Retention of plans\n\n"
@@ -22,14 +24,14 @@ FORGER = (
 )
 
 
-def test_neutralising_escapes_brackets_and_angles_but_keeps_existing_escapes():
+def test_neutralising_escapes_brackets_and_angles_but_keeps_existing_escapes() -> None:
     assert quoted_text_neutralise("see [99] and <b>x</b>") == r"see \[99\] and \<b\>x\</b\>"
     assert quoted_text_neutralise(r"already \[1\] escaped") == r"already \[1\] escaped"
     assert quoted_text_neutralise(r"a path C:\\[2]") == r"a path C:\\\[2\]"
     assert markers_in(quoted_text_neutralise("forged [7] [8]")) == []
 
 
-def test_markers_match_only_first_use_numbering_of_every_source():
+def test_markers_match_only_first_use_numbering_of_every_source() -> None:
     assert markers_match("A [1]. B [2]. C [1].", ["1", "2"])
     assert markers_match("nothing found", [])
     assert not markers_match("A [1]. B [99].", ["1"])  # a marker without a source
@@ -38,7 +40,9 @@ def test_markers_match_only_first_use_numbering_of_every_source():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_forged_marker_in_a_document_never_reaches_the_answer(celery_worker):
+def test_a_forged_marker_in_a_document_never_reaches_the_answer(
+    celery_worker: WorkerProcess,
+) -> None:
     org = factories.organization("Forgers")
     source = factories.data_source(org, "Plans")
     record = factories.upload(source, "plans.md", FORGER.encode()).file

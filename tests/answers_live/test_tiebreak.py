@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from citations.llm_apps import app_create
@@ -12,11 +14,14 @@ from documents.models import Chunk
 from tests import factories
 from tests.conftest import wait_for_status
 from tests.support import squad
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-def test_equal_scores_fall_back_to_section_then_snippet_id(celery_worker, corpus):
+def test_equal_scores_fall_back_to_section_then_snippet_id(
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     paragraphs = squad.load(corpus)[5]["paragraphs"]
     filler, shared = paragraphs[0]["context"], paragraphs[1]["context"]
     source = factories.data_source()
@@ -32,7 +37,9 @@ def test_equal_scores_fall_back_to_section_then_snippet_id(celery_worker, corpus
     # vector and no context, and their scores tie exactly, as the invariant supposes
     copies = Chunk.objects.filter(file__in=files, chunk_text=shared)
     assert copies.count() == 3
-    copies.update(context="", embedding=copies.first().embedding)
+    original = copies.first()
+    assert original is not None
+    copies.update(context="", embedding=original.embedding)
     app = app_create(organization=source.organization, name="Tie", data_source_names=[source.name])
     execution = query_execute(app=app, question=shared[:200])
     hits = list(

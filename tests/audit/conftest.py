@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 import pytest
 from django.core.management import call_command
+from pytest_django import DjangoDbBlocker
 
 from citations.llm_apps import app_create
 from citations.models import App
 from documents.models import File, Organization
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 HANDBOOK = (
     b"# Handbook\n\n## Retention\n\nInvoices are kept for seven years after the fiscal year.\n\n"
@@ -32,7 +34,9 @@ class Trail:
 
 
 @pytest.fixture(scope="package")
-def trail(django_db_setup, django_db_blocker, celery_worker) -> Iterator[Trail]:
+def trail(
+    django_db_setup: None, django_db_blocker: DjangoDbBlocker, celery_worker: WorkerProcess
+) -> Iterator[Trail]:
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
         acme, globex = factories.organization("Acme"), factories.organization("Globex")

@@ -12,6 +12,7 @@ from audit.ledger import ledger_verify
 from citations.models import ClaimCitation, QueryExecution, QuotedSource, RagTrace, RetrievalHit
 from citations.services import query_execute
 from documents.ingestion import file_delete
+from tests.audit.conftest import Trail
 
 pytestmark = pytest.mark.django_db
 
@@ -27,12 +28,14 @@ TABLES = [
 
 
 @pytest.fixture
-def answer(trail):
+def answer(trail: Trail) -> QueryExecution:
     return query_execute(app=trail.acme_app, question="How long are invoices kept?")
 
 
 @pytest.mark.parametrize("table", TABLES)
-def test_sql_update_and_delete_are_refused_by_the_database(answer, table):
+def test_sql_update_and_delete_are_refused_by_the_database(
+    answer: QueryExecution, table: str
+) -> None:
     pk = "seq" if table == "audit_evidenceentry" else "id"
     for statement in (f"UPDATE {table} SET {pk} = {pk}", f"DELETE FROM {table}"):
         with (
@@ -43,8 +46,9 @@ def test_sql_update_and_delete_are_refused_by_the_database(answer, table):
             cursor.execute(statement)
 
 
-def test_orm_changes_are_refused(answer):
+def test_orm_changes_are_refused(answer: QueryExecution) -> None:
     source = QuotedSource.objects.filter(query=answer).first()
+    assert source is not None
     for action in (
         lambda: QueryExecution.objects.filter(pk=answer.pk).update(answer="rewritten"),
         lambda: QuotedSource.objects.filter(pk=source.pk).update(chunk_text="forged"),
@@ -58,7 +62,7 @@ def test_orm_changes_are_refused(answer):
     assert "seven years" in answer.answer
 
 
-def test_deleting_a_user_keeps_the_evidence_and_who_asked(trail):
+def test_deleting_a_user_keeps_the_evidence_and_who_asked(trail: Trail) -> None:
     user = get_user_model().objects.create_user("alice", password="pw-alice-123")
     execution = query_execute(app=trail.acme_app, question="How many days of leave?", user=user)
     user.delete()
@@ -67,9 +71,10 @@ def test_deleting_a_user_keeps_the_evidence_and_who_asked(trail):
     assert ledger_verify().ok
 
 
-def test_deleting_a_document_hides_it_but_keeps_bytes_chunks_and_answers(trail):
+def test_deleting_a_document_hides_it_but_keeps_bytes_chunks_and_answers(trail: Trail) -> None:
     execution = query_execute(app=trail.acme_app, question="Are trains preferred over flights?")
     cited = QuotedSource.objects.filter(query=execution).first()
+    assert cited is not None
     file_delete(file=trail.handbook, reason="superseded by the 2027 handbook", origin="10.0.0.7")
     try:
         after = query_execute(app=trail.acme_app, question="Are trains preferred over flights?")
@@ -93,7 +98,9 @@ def test_deleting_a_document_hides_it_but_keeps_bytes_chunks_and_answers(trail):
         )
 
 
-def test_deleting_an_organization_with_evidence_is_refused(trail, answer):
+def test_deleting_an_organization_with_evidence_is_refused(
+    trail: Trail, answer: QueryExecution
+) -> None:
     with pytest.raises(ProtectedError), transaction.atomic():
         trail.acme.delete()
     assert QueryExecution.objects.filter(pk=answer.pk).exists()

@@ -10,6 +10,7 @@ import pytest
 from citations import exports
 from citations.models import QueryExecution, QuotedSource, RetrievalHit
 from citations.services import query_execute
+from tests.audit.conftest import Trail
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +18,7 @@ RECORDS = 10_000
 PASSAGE = "Invoices are kept for seven years after the end of the fiscal year. " * 40
 
 
-def _many_answers(trail) -> None:
+def _many_answers(trail: Trail) -> None:
     model = query_execute(app=trail.acme_app, question="How long are invoices kept?")
     hit = RetrievalHit.objects.filter(query=model).first()
     source = QuotedSource.objects.filter(query=model).first()
@@ -74,7 +75,7 @@ def _many_answers(trail) -> None:
     )
 
 
-def test_ten_thousand_records_stream_in_bounded_memory(trail):
+def test_ten_thousand_records_stream_in_bounded_memory(trail: Trail) -> None:
     _many_answers(trail)
     queryset = QueryExecution.objects.filter(caller="api-key:bulk")
     total_text = RECORDS * len(PASSAGE)

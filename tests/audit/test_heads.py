@@ -6,23 +6,27 @@ from __future__ import annotations
 
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
+from pytest_django import Settings
 
 from audit.heads import audit_head_export, head_latest, head_problem
 from audit.ledger import ledger_verify
 from audit.models import EvidenceEntry
+from citations.models import QueryExecution
 from citations.services import query_execute
+from tests.audit.conftest import Trail
 from tests.audit.test_truncate import EVIDENCE_TABLES
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def heads(settings, tmp_path):
+def heads(settings: Settings, tmp_path: Path) -> Path:
     """Heads go to a directory of this test's own (the session worker exports the
     committed chain to the configured one meanwhile)."""
     settings.PROVENANCE_AUDIT_HEAD_STORAGE = {
@@ -33,7 +37,7 @@ def heads(settings, tmp_path):
 
 
 @pytest.fixture
-def answer(trail, heads):
+def answer(trail: Trail, heads: Path) -> QueryExecution:
     return query_execute(app=trail.acme_app, question="How long are invoices kept?")
 
 
@@ -51,12 +55,15 @@ def _without_triggers(sql: str) -> None:
         cursor.execute("SET LOCAL session_replication_role = origin")
 
 
-def test_a_head_is_exported_signed_only_when_the_chain_grew(answer, heads, settings):
+def test_a_head_is_exported_signed_only_when_the_chain_grew(
+    answer: QueryExecution, heads: Path, settings: Settings
+) -> None:
     settings.PROVENANCE_AUDIT_HEAD_KEEP = 2
     first = audit_head_export()
     assert first and (heads / first).exists()
     head = json.loads((heads / first).read_text())
     last = EvidenceEntry.objects.order_by("-seq").first()
+    assert last is not None
     assert (head["seq"], head["entry_hash"]) == (last.seq, last.entry_hash)
     assert head["entries"] == EvidenceEntry.objects.count()
     assert head["signature"] and head["key_id"] and head_problem(head) == ""
@@ -66,12 +73,14 @@ def test_a_head_is_exported_signed_only_when_the_chain_grew(answer, heads, setti
         assert audit_head_export()
     names = sorted(p.name for p in heads.iterdir())
     assert len(names) == 2 and first not in names  # the oldest pruned
-    assert head_latest()[0] == names[-1]
+    latest = head_latest()
+    assert latest is not None and latest[0] == names[-1]
     assert "holds the exported head" in _verify()
 
 
-def test_a_forged_head_is_refused(answer, heads):
+def test_a_forged_head_is_refused(answer: QueryExecution, heads: Path) -> None:
     name = audit_head_export()
+    assert name is not None
     head = json.loads((heads / name).read_text())
     head["entries"] += 1
     (heads / name).write_text(json.dumps(head))
@@ -83,7 +92,9 @@ def test_a_forged_head_is_refused(answer, heads):
         _verify()
 
 
-def test_truncation_by_a_superuser_with_triggers_off_is_caught_by_the_head(answer, heads):
+def test_truncation_by_a_superuser_with_triggers_off_is_caught_by_the_head(
+    answer: QueryExecution, heads: Path
+) -> None:
     audit_head_export()
     tables = ", ".join(f'"{t}"' for t in EVIDENCE_TABLES)
     _without_triggers(f"TRUNCATE {tables} CASCADE")
@@ -94,7 +105,9 @@ def test_truncation_by_a_superuser_with_triggers_off_is_caught_by_the_head(answe
     assert "audit trail OK: 0 entries" in _verify("--no-head")
 
 
-def test_a_chain_cut_back_is_caught_by_the_latest_head_and_by_an_older_one(answer, heads, tmp_path):
+def test_a_chain_cut_back_is_caught_by_the_latest_head_and_by_an_older_one(
+    answer: QueryExecution, heads: Path, tmp_path: Path
+) -> None:
     older = tmp_path / "older.json"
     _verify("--export-head", str(older))
     query_execute(app=answer.app, question="How many days of paid leave?")
@@ -113,7 +126,7 @@ def test_a_chain_cut_back_is_caught_by_the_latest_head_and_by_an_older_one(answe
         _verify("--since-head", str(older))
 
 
-def test_the_head_check_options(answer, heads, tmp_path):
+def test_the_head_check_options(answer: QueryExecution, heads: Path, tmp_path: Path) -> None:
     assert "no exported head yet" in _verify()
     with pytest.raises(CommandError, match="exclude each other"):
         _verify("--no-head", "--since-head", str(tmp_path / "x.json"))
@@ -124,6 +137,7 @@ def test_the_head_check_options(answer, heads, tmp_path):
         _verify("--since-head", str(tmp_path / "list.json"))
     # a head exported by hand before heads were signed still works with --since-head
     last = EvidenceEntry.objects.order_by("-seq").first()
+    assert last is not None
     legacy = tmp_path / "legacy.json"
     legacy.write_text(json.dumps({"seq": last.seq, "entry_hash": last.entry_hash}))
     assert "holds the exported head" in _verify("--since-head", str(legacy))

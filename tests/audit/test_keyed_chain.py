@@ -11,16 +11,19 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from django.db import connection
+from pytest_django import Settings
 
 from audit.keys import audit_key, key_fingerprint
 from audit.ledger import GENESIS, SEAL_TABLE, canonical, ledger_seal, ledger_verify
 from audit.models import EvidenceEntry
-from citations.models import QuotedSource
+from citations.models import QueryExecution, QuotedSource
 from citations.services import query_execute
+from tests.audit.conftest import Trail
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +33,7 @@ KEY_B = "b" * 24 + "-second-audit-key-002"
 
 
 @pytest.fixture
-def answer(trail):
+def answer(trail: Trail) -> QueryExecution:
     return query_execute(app=trail.acme_app, question="How long are invoices kept?")
 
 
@@ -41,7 +44,7 @@ def _as_superuser_without_triggers(sql: str, params: list | None = None) -> None
         cursor.execute("SET LOCAL session_replication_role = origin")
 
 
-def _recompute_from(seq: int, sign) -> None:
+def _recompute_from(seq: int, sign: Callable[[bytes], tuple[str, str]]) -> None:
     """What an attacker does after editing a record: re-hash its entry and every
     later one, each with ``sign(message) -> (entry_hash, key_id)``."""
     entries = list(EvidenceEntry.objects.order_by("seq"))
@@ -64,7 +67,7 @@ def _recompute_from(seq: int, sign) -> None:
             prev = entry.entry_hash
 
 
-def _edit_a_quoted_source(answer) -> int:
+def _edit_a_quoted_source(answer: QueryExecution) -> int:
     """Rewrite a quoted source's text; the seq of its chain entry."""
     source = QuotedSource.objects.filter(query=answer).first()
     assert source is not None
@@ -80,7 +83,7 @@ def _sha256(message: bytes) -> tuple[str, str]:
     return hashlib.sha256(message).hexdigest(), ""
 
 
-def test_new_entries_are_hmacs_with_the_key_they_name(answer):
+def test_new_entries_are_hmacs_with_the_key_they_name(answer: QueryExecution) -> None:
     key = audit_key()
     entry = EvidenceEntry.objects.get(record_id=str(answer.pk))
     message = f"{entry.prev_hash}|{entry.record_table}|{entry.record_id}|{entry.content_hash}"
@@ -90,7 +93,7 @@ def test_new_entries_are_hmacs_with_the_key_they_name(answer):
     assert ledger_verify().ok
 
 
-def test_an_edit_recomputed_with_plain_sha256_is_caught(answer):
+def test_an_edit_recomputed_with_plain_sha256_is_caught(answer: QueryExecution) -> None:
     seq = _edit_a_quoted_source(answer)
     _recompute_from(seq, _sha256)
     verdict = ledger_verify()
@@ -98,7 +101,9 @@ def test_an_edit_recomputed_with_plain_sha256_is_caught(answer):
     assert f"entry #{seq}" in verdict.problem and "without the key" in verdict.problem
 
 
-def test_an_edit_recomputed_with_sha256_under_the_real_key_id_is_caught(answer):
+def test_an_edit_recomputed_with_sha256_under_the_real_key_id_is_caught(
+    answer: QueryExecution,
+) -> None:
     seq = _edit_a_quoted_source(answer)
     _recompute_from(seq, lambda m: (hashlib.sha256(m).hexdigest(), audit_key().key_id))
     verdict = ledger_verify()
@@ -106,7 +111,7 @@ def test_an_edit_recomputed_with_sha256_under_the_real_key_id_is_caught(answer):
     assert f"entry #{seq}" in verdict.problem and "altered" in verdict.problem
 
 
-def test_an_edit_recomputed_with_a_wrong_key_is_caught(answer):
+def test_an_edit_recomputed_with_a_wrong_key_is_caught(answer: QueryExecution) -> None:
     seq = _edit_a_quoted_source(answer)
     wrong = b"an attacker's own key, 32+ chars long"
     _recompute_from(
@@ -120,20 +125,21 @@ def test_an_edit_recomputed_with_a_wrong_key_is_caught(answer):
     assert "altered" in ledger_verify().problem
 
 
-def test_a_whole_chain_rewritten_without_the_key_is_caught(answer):
+def test_a_whole_chain_rewritten_without_the_key_is_caught(answer: QueryExecution) -> None:
     _edit_a_quoted_source(answer)
     _recompute_from(0, _sha256)
     verdict = ledger_verify()
     assert not verdict.ok and "none of the" in verdict.problem and "keyed" in verdict.problem
 
 
-def test_an_unkeyed_chain_from_before_keying_verifies_once_sealed(answer):
+def test_an_unkeyed_chain_from_before_keying_verifies_once_sealed(answer: QueryExecution) -> None:
     """Upgrading: every entry made before keys existed is plain SHA-256 (rewritten so
     here); the seal chains them under the key, later entries are keyed."""
     _recompute_from(0, _sha256)
     legacy = EvidenceEntry.objects.count()
     assert not ledger_verify().ok  # unsealed: indistinguishable from a rewrite
     seal = ledger_seal()
+    assert seal is not None
     assert seal.record_table == SEAL_TABLE and seal.key_id == audit_key().key_id
     assert ledger_seal() is None  # sealed once
     query_execute(app=answer.app, question="How many days of paid leave?")
@@ -142,11 +148,14 @@ def test_an_unkeyed_chain_from_before_keying_verifies_once_sealed(answer):
     assert verdict.unkeyed == legacy
     # an unkeyed entry after the seal is a rewrite
     last = EvidenceEntry.objects.order_by("-seq").first()
+    assert last is not None
     _recompute_from(last.seq, _sha256)
     assert "without the key" in ledger_verify().problem
 
 
-def test_entries_of_a_retired_key_verify_and_an_unknown_key_is_named(answer, settings):
+def test_entries_of_a_retired_key_verify_and_an_unknown_key_is_named(
+    answer: QueryExecution, settings: Settings
+) -> None:
     first = audit_key().secret.decode()  # the key the package's evidence was made with
     settings.PROVENANCE_AUDIT_KEY, settings.PROVENANCE_AUDIT_RETIRED_KEYS = KEY_A, first
     query_execute(app=answer.app, question="How many days of paid leave?")
@@ -163,7 +172,9 @@ def test_entries_of_a_retired_key_verify_and_an_unknown_key_is_named(answer, set
     assert f"unknown key {key_fingerprint(KEY_A.encode())}" in verdict.problem
 
 
-def test_a_key_is_made_once_on_first_use_outside_the_database(settings, tmp_path):
+def test_a_key_is_made_once_on_first_use_outside_the_database(
+    settings: Settings, tmp_path: Path
+) -> None:
     """Local and test settings: no key configured, one random key file appears (0600),
     and processes starting together agree on it."""
     from audit import keys
@@ -204,7 +215,7 @@ def _production(env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def test_production_refuses_to_start_without_a_key_and_reads_key_files(tmp_path):
+def test_production_refuses_to_start_without_a_key_and_reads_key_files(tmp_path: Path) -> None:
     refused = _production({})
     assert refused.returncode != 0 and "PROVENANCE_AUDIT_KEY" in refused.stderr
     short = _production({"PROVENANCE_AUDIT_KEY": "too short"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -15,12 +16,13 @@ from audit.ledger import ledger_record_status, ledger_verify
 from audit.models import EvidenceEntry
 from citations.models import ClaimCitation, QueryExecution, QuotedSource, RetrievalHit
 from citations.services import query_execute
+from tests.audit.conftest import Trail
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def answer(trail):
+def answer(trail: Trail) -> QueryExecution:
     return query_execute(app=trail.acme_app, question="How long are invoices kept?")
 
 
@@ -37,13 +39,13 @@ def _verify_command() -> str:
     return out.getvalue()
 
 
-def test_an_untouched_trail_verifies(answer):
+def test_an_untouched_trail_verifies(answer: QueryExecution) -> None:
     assert "audit trail OK" in _verify_command()
     entries = EvidenceEntry.objects.filter(record_id=str(answer.pk))
     assert entries.count() == 1
 
 
-def test_a_records_status_names_its_entry_and_whether_it_was_edited(answer):
+def test_a_records_status_names_its_entry_and_whether_it_was_edited(answer: QueryExecution) -> None:
     entry = EvidenceEntry.objects.get(record_id=str(answer.pk))
     assert ledger_record_status(answer) == f"entry #{entry.seq}, intact"
     answer.answer = "Invoices are kept for one year."  # as read back after an edit
@@ -53,8 +55,9 @@ def test_a_records_status_names_its_entry_and_whether_it_was_edited(answer):
     assert ledger_record_status(unchained) == "MISSING from the chain"
 
 
-def test_an_edit_made_with_raw_sql_is_caught_and_named(answer):
+def test_an_edit_made_with_raw_sql_is_caught_and_named(answer: QueryExecution) -> None:
     source = QuotedSource.objects.filter(query=answer).first()
+    assert source is not None
     _as_superuser_without_triggers(
         "UPDATE citations_quotedsource SET chunk_text = 'Invoices are kept for one year.' "
         "WHERE id = %s",
@@ -68,15 +71,16 @@ def test_an_edit_made_with_raw_sql_is_caught_and_named(answer):
         _verify_command()
 
 
-def test_a_deleted_record_is_caught_and_named(answer):
+def test_a_deleted_record_is_caught_and_named(answer: QueryExecution) -> None:
     claim = ClaimCitation.objects.filter(query=answer).first()
+    assert claim is not None
     _as_superuser_without_triggers("DELETE FROM citations_claimcitation WHERE id = %s", [claim.pk])
     verdict = ledger_verify()
     assert not verdict.ok and f"citations_claimcitation {claim.pk}" in verdict.problem
     assert "removed" in verdict.problem
 
 
-def test_reordered_entries_are_caught(answer):
+def test_reordered_entries_are_caught(answer: QueryExecution) -> None:
     first, second = EvidenceEntry.objects.order_by("-seq")[1:3]
     _as_superuser_without_triggers(
         "UPDATE audit_evidenceentry SET seq = -seq WHERE seq IN (%s, %s)", [first.seq, second.seq]
@@ -90,8 +94,9 @@ def test_reordered_entries_are_caught(answer):
     assert not verdict.ok and "reordered or removed" in verdict.problem
 
 
-def test_a_record_written_around_the_chain_is_caught(answer):
+def test_a_record_written_around_the_chain_is_caught(answer: QueryExecution) -> None:
     hit = RetrievalHit.objects.filter(query=answer).first()
+    assert hit is not None
     payload = dict(hit.payload)
     _as_superuser_without_triggers(
         "INSERT INTO citations_retrievalhit (query_id, chunk_id, file_id, file_revision, "
@@ -103,11 +108,14 @@ def test_a_record_written_around_the_chain_is_caught(answer):
     assert not verdict.ok and "not in the chain" in verdict.problem
 
 
-def test_an_exported_head_proves_the_trail_only_grew(answer, tmp_path):
+def test_an_exported_head_proves_the_trail_only_grew(
+    answer: QueryExecution, tmp_path: Path
+) -> None:
     head = tmp_path / "head.json"
     call_command("verify_audit_trail", "--export-head", str(head), stdout=StringIO())
     exported = json.loads(head.read_text())
-    assert exported["seq"] == EvidenceEntry.objects.order_by("-seq").first().seq
+    last = EvidenceEntry.objects.order_by("-seq").first()
+    assert last is not None and exported["seq"] == last.seq
     query_execute(app=answer.app, question="How many days of paid leave?")
     call_command("verify_audit_trail", "--since-head", str(head), stdout=StringIO())
     # cutting off the tail (records and their entries) keeps a consistent chain,

@@ -11,11 +11,14 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, transaction
+from pytest_django import Settings
 
 from audit.ledger import ledger_verify
 from audit.models import EvidenceEntry
 from citations.models import QueryExecution, QueryStatus
-from citations.services import query_execute, query_executions_sweep_stale
+from citations.services import query_execute
+from citations.services.abandoning import query_executions_sweep_stale
+from tests.audit.conftest import Trail
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +26,7 @@ STALE_SECONDS = 1
 
 
 @pytest.fixture
-def stuck(trail, settings):
+def stuck(trail: Trail, settings: Settings) -> list[QueryExecution]:
     """Two answers whose process died after writing the ``running`` row (as a killed
     connection leaves them), one second old when stale means one second."""
     settings.PROVENANCE_QUERY_STALE_SECONDS = STALE_SECONDS
@@ -46,7 +49,7 @@ def _verify() -> str:
     return out.getvalue()
 
 
-def test_the_verifier_names_answers_stuck_running(stuck):
+def test_the_verifier_names_answers_stuck_running(stuck: list[QueryExecution]) -> None:
     verdict = ledger_verify()
     assert not verdict.ok
     assert str(stuck[0].pk) in verdict.problem and "2 answer(s) still running" in verdict.problem
@@ -54,7 +57,7 @@ def test_the_verifier_names_answers_stuck_running(stuck):
         _verify()
 
 
-def test_the_sweeper_fails_and_chains_them_once(stuck):
+def test_the_sweeper_fails_and_chains_them_once(stuck: list[QueryExecution]) -> None:
     fresh = QueryExecution.objects.create(
         app=stuck[0].app, organization_id=stuck[0].organization_id, question="Just asked?"
     )
@@ -71,7 +74,9 @@ def test_the_sweeper_fails_and_chains_them_once(stuck):
     assert "audit trail OK" in _verify()
 
 
-def test_a_swept_answer_is_frozen_and_running_rows_only_move_to_a_final_state(stuck):
+def test_a_swept_answer_is_frozen_and_running_rows_only_move_to_a_final_state(
+    stuck: list[QueryExecution],
+) -> None:
     query_executions_sweep_stale()
     for change in (
         {"status": QueryStatus.COMPLETED, "answer": "late answer"},
@@ -87,7 +92,7 @@ def test_a_swept_answer_is_frozen_and_running_rows_only_move_to_a_final_state(st
         QueryExecution.objects.filter(pk=running.pk).update(answer="half an answer")
 
 
-def test_an_answer_in_time_is_untouched_by_the_sweep(trail, settings):
+def test_an_answer_in_time_is_untouched_by_the_sweep(trail: Trail, settings: Settings) -> None:
     settings.PROVENANCE_QUERY_STALE_SECONDS = 600
     execution = query_execute(app=trail.acme_app, question="How long are invoices kept?")
     assert query_executions_sweep_stale() == []

@@ -8,11 +8,13 @@ from django.apps import apps
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
+from pytest_django import Settings
 
 from audit.ledger import CHAINED_MODELS
 from audit.models import EvidenceEntry
-from citations.models import ClaimCheck, ModelCall
+from citations.models import ClaimCheck, ModelCall, QueryExecution
 from citations.services import query_execute
+from tests.audit.conftest import Trail
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +37,7 @@ FILLED = [
 
 
 @pytest.fixture
-def answer(trail):
+def answer(trail: Trail) -> QueryExecution:
     """An answer, and model evidence beside it (the extractive generator writes none)."""
     execution = query_execute(app=trail.acme_app, question="How long are invoices kept?")
     call = ModelCall.objects.create(
@@ -67,7 +69,7 @@ def _count(table: str) -> int:
 
 
 @pytest.mark.parametrize("table", FILLED)
-def test_truncate_of_an_evidence_table_is_refused(answer, table):
+def test_truncate_of_an_evidence_table_is_refused(answer: QueryExecution, table: str) -> None:
     before = _count(table)
     assert before > 0, f"{table} holds no evidence to protect in this test"
     with connection.cursor() as cursor:
@@ -81,7 +83,9 @@ def test_truncate_of_an_evidence_table_is_refused(answer, table):
     assert _count(table) == before
 
 
-def test_djangos_flush_cannot_erase_evidence_outside_the_test_settings(answer, settings):
+def test_djangos_flush_cannot_erase_evidence_outside_the_test_settings(
+    answer: QueryExecution, settings: Settings
+) -> None:
     settings.PROVENANCE_TEST_FLUSH_EVIDENCE = False
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred FK checks pending
@@ -91,7 +95,7 @@ def test_djangos_flush_cannot_erase_evidence_outside_the_test_settings(answer, s
     assert EvidenceEntry.objects.exists()
 
 
-def test_every_evidence_table_has_its_truncate_trigger():
+def test_every_evidence_table_has_its_truncate_trigger() -> None:
     """A table added to the chain without the guard is caught here, before it ships."""
     with connection.cursor() as cursor:
         cursor.execute(

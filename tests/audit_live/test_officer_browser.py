@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from playwright.sync_api import Browser, expect
+from pytest_django.live_server_helper import LiveServer
 
-from audit.roles import OFFICER_GROUP
 from citations.llm_apps import app_create
+from citations.models import QueryExecution
 from citations.services import query_execute
 from documents.demo import demo_documents_write
-from documents.models import OrganizationMember
+from documents.models import File, OrganizationMember
 from tests import factories
 from tests.conftest import wait_for_status
 from tests.support.browser import chromium
-from tests.support.worker import ARTIFACTS
+from tests.support.worker import ARTIFACTS, WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 
@@ -30,7 +31,9 @@ SHOTS = ARTIFACTS / "screenshots"
 
 
 @pytest.fixture
-def evidence(live_server, celery_worker, tmp_path):
+def evidence(
+    live_server: LiveServer, celery_worker: WorkerProcess, tmp_path: Path
+) -> tuple[str, QueryExecution, File]:
     org = factories.organization("Acme")
     source = factories.data_source(org, "Handbook")
     pdf = next(p for p in demo_documents_write(tmp_path) if p.suffix == ".pdf")
@@ -39,18 +42,19 @@ def evidence(live_server, celery_worker, tmp_path):
     app = app_create(organization=org, name="HR", data_source_names=["Handbook"])
     execution = query_execute(app=app, question=QUESTION)
     officer = get_user_model().objects.create_user("olivia", password=PASSWORD, is_staff=True)
-    officer.groups.add(Group.objects.get(name=OFFICER_GROUP))
-    OrganizationMember.objects.create(organization=org, user=officer)
+    OrganizationMember.objects.create(organization=org, user=officer, role="officer")
     return live_server.url, execution, record
 
 
 @pytest.fixture
-def browser(evidence) -> Iterator[Browser]:
+def browser(evidence: tuple[str, QueryExecution, File]) -> Iterator[Browser]:
     with chromium() as browser:
         yield browser
 
 
-def test_an_officer_follows_an_answer_down_to_the_original_bytes(evidence, browser):
+def test_an_officer_follows_an_answer_down_to_the_original_bytes(
+    evidence: tuple[str, QueryExecution, File], browser: Browser
+) -> None:
     url, execution, record = evidence
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(accept_downloads=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from io import StringIO
 
 import psycopg
@@ -21,10 +22,12 @@ from audit.ledger import ledger_verify
 from audit.models import EvidenceEntry
 from citations.llm_apps import app_create
 from citations.models import App, QueryExecution, QueryStatus, QuotedSource, RetrievalHit
-from citations.services import QueryAbandoned, query_execute, query_executions_sweep_stale
+from citations.services import query_execute
+from citations.services.abandoning import QueryAbandoned, query_executions_sweep_stale
 from tests import factories
 from tests.audit.conftest import HANDBOOK
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -37,7 +40,7 @@ ANSWERING = "provenance-answering"  # application_name of the connections the fa
 
 
 @pytest.fixture
-def app(celery_worker) -> App:
+def app(celery_worker: WorkerProcess) -> App:
     org = factories.organization("Acme")
     source = factories.data_source(org, "Policies")
     record = factories.upload(source, "handbook.md", HANDBOOK).file
@@ -50,7 +53,7 @@ def _connect(**params: object) -> psycopg.Connection:
     return psycopg.connect(**{**connection.get_connection_params(), **params})
 
 
-def _wait(condition, timeout: float, what: str) -> None:
+def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -58,7 +61,7 @@ def _wait(condition, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def test_an_answer_finishing_after_its_sweep_does_not_overwrite_it(app):
+def test_an_answer_finishing_after_its_sweep_does_not_overwrite_it(app: App) -> None:
     """The answer is held inside its search by a lock on the chunks, swept, released:
     its late evidence is rolled back and the recorded failure stands."""
     query_execute(app=app, question=QUESTIONS[1])  # loads the model before the clock runs
@@ -193,7 +196,9 @@ def _cut_off_mid_answer(app: App, faults: _Faults) -> QueryExecution:
     return QueryExecution.objects.get(question=QUESTIONS[0], status=QueryStatus.RUNNING)
 
 
-def test_answers_cut_off_by_database_outages_leave_nothing_running_after_the_sweep(app):
+def test_answers_cut_off_by_database_outages_leave_nothing_running_after_the_sweep(
+    app: App,
+) -> None:
     query_execute(app=app, question=QUESTIONS[1])  # loads the model
     started = time.monotonic()
     query_execute(app=app, question=QUESTIONS[2])  # how long an answer takes, warm
@@ -224,6 +229,7 @@ def test_answers_cut_off_by_database_outages_leave_nothing_running_after_the_swe
 
     # and beat exports the head that proves it
     last = EvidenceEntry.objects.order_by("-seq").first()
+    assert last is not None
     _wait(
         lambda: (head_latest() or ("", {}))[1].get("seq") == last.seq,
         settings.PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS + 30,

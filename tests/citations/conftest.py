@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from pytest_django import DjangoDbBlocker
 
 from citations.llm_apps import app_create
 from citations.models import App
@@ -18,6 +20,7 @@ from documents.models import Organization
 from tests import factories
 from tests.conftest import wait_for_status
 from tests.support import squad
+from tests.support.worker import WorkerProcess
 
 
 @dataclass
@@ -35,11 +38,11 @@ ESTIMATE_PDF = "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf"
 
 @pytest.fixture(scope="package")
 def library(
-    django_db_setup,
-    django_db_blocker,
-    celery_worker,
-    corpus,
-    tmp_path_factory,
+    django_db_setup: None,
+    django_db_blocker: DjangoDbBlocker,
+    celery_worker: WorkerProcess,
+    corpus: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Library]:
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from pytest_django import Settings
 
 from citations.llm_apps import app_create
 from citations.models import App
 from documents import ingestion
-from documents.models import Chunk, File, Organization
+from documents.models import Chunk, DataSource, File, Organization
 from tests import factories
 from tests.support import model_servers
 
@@ -54,7 +55,7 @@ CONTRACTS = (
 )
 
 
-def ingest(source, name: str, text: str) -> File:
+def ingest(source: DataSource, name: str, text: str) -> File:
     record = factories.upload(source, name, text.encode()).file
     for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
         stage(file_id=str(record.pk))
@@ -81,7 +82,7 @@ class Library:
 
 
 @pytest.fixture
-def llm_library(db) -> Library:
+def llm_library(db: None) -> Library:
     globex = factories.organization("Globex")
     outside = ingest(factories.data_source(globex, "Secrets"), "secrets.md", OUTSIDE)
     outside_chunk = Chunk.objects.filter(file=outside).order_by("position").first()
@@ -94,13 +95,15 @@ def llm_library(db) -> Library:
 
 
 @pytest.fixture
-def fast_retries(settings) -> None:
+def fast_retries(settings: Settings) -> None:
     settings.PROVENANCE_LLM_BACKOFF_SECONDS = 0.01
     settings.PROVENANCE_LLM_TIMEOUT_SECONDS = 1
 
 
 @pytest.fixture
-def openai_server(monkeypatch, fast_retries) -> Iterator[model_servers.Server]:
+def openai_server(
+    monkeypatch: pytest.MonkeyPatch, fast_retries: None
+) -> Iterator[model_servers.Server]:
     with model_servers.openai_server() as server:
         monkeypatch.setenv("OPENAI_API_KEY", model_servers.KEY)
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
@@ -108,7 +111,9 @@ def openai_server(monkeypatch, fast_retries) -> Iterator[model_servers.Server]:
 
 
 @pytest.fixture
-def anthropic_server(monkeypatch, fast_retries) -> Iterator[model_servers.Server]:
+def anthropic_server(
+    monkeypatch: pytest.MonkeyPatch, fast_retries: None
+) -> Iterator[model_servers.Server]:
     with model_servers.anthropic_server() as server:
         monkeypatch.setenv("ANTHROPIC_API_KEY", model_servers.KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)

@@ -86,7 +86,7 @@ class StepsLibrary:
 
 
 @pytest.fixture
-def steps_library(db) -> StepsLibrary:
+def steps_library(db: None) -> StepsLibrary:
     org = factories.organization("Initech")
     source = factories.data_source(org, "Policies")
     return StepsLibrary(

@@ -4,6 +4,7 @@ citation payload and trace rows, and honest "not found" answers."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -11,9 +12,11 @@ from citations.composition import NOT_FOUND
 from citations.markers import quoted_text_neutralise
 from citations.models import ClaimCitation, QuotedSource, RagTrace, RetrievalHit
 from citations.payload import REQUIRED_FIELDS
-from citations.services import QueryRejected, query_execute
+from citations.services import query_execute
+from citations.services.questions import QueryRejected
 from citations.validation import validate_citations
 from documents.fulltext import ANALYZER
+from tests.citations.conftest import Library
 
 pytestmark = pytest.mark.django_db
 
@@ -37,13 +40,16 @@ HANDBOOK_QUESTIONS = [
 
 
 @pytest.mark.parametrize(("question", "expected", "document", "page"), HANDBOOK_QUESTIONS)
-def test_answers_quote_the_passage_that_answers(library, question, expected, document, page):
+def test_answers_quote_the_passage_that_answers(
+    library: Library, question: str, expected: str, document: str, page: int | None
+) -> None:
     execution = query_execute(app=library.handbook, question=question)
     assert expected in execution.answer, execution.answer
     claim = next(c for c in execution.claim_citations.all() if expected in c.reply_sentence)
     source = claim.quoted_source
     assert source.document_name == document
     if page is not None:
+        assert source.page_start is not None and source.page_end is not None
         assert source.page_start <= page <= source.page_end
     assert f"[{source.quoted_as}]" in execution.answer
 
@@ -60,7 +66,9 @@ def _markers(answer: str) -> list[str]:
         "What does the employer contribute to the pension?",
     ],
 )
-def test_markers_are_exactly_the_quoted_sources_numbered_in_order_of_first_use(library, question):
+def test_markers_are_exactly_the_quoted_sources_numbered_in_order_of_first_use(
+    library: Library, question: str
+) -> None:
     """Invariant 5."""
     execution = query_execute(app=library.handbook, question=question)
     quoted = list(QuotedSource.objects.filter(query=execution).values_list("quoted_as", flat=True))
@@ -69,7 +77,7 @@ def test_markers_are_exactly_the_quoted_sources_numbered_in_order_of_first_use(l
     assert sorted(quoted, key=int) == markers
 
 
-def test_every_claim_span_matches_the_answer_and_the_chunk(library, corpus):
+def test_every_claim_span_matches_the_answer_and_the_chunk(library: Library, corpus: Path) -> None:
     """Invariant 6, over handbook and SQuAD answers."""
     from tests.support import squad
 
@@ -95,7 +103,7 @@ def test_every_claim_span_matches_the_answer_and_the_chunk(library, corpus):
     assert checked >= len(questions)
 
 
-def test_retrieval_is_deterministic(library):
+def test_retrieval_is_deterministic(library: Library) -> None:
     """Invariant 8, part one: the same question gives the same hits in the same order."""
     runs = [
         query_execute(app=library.squad, question="What is the capital of Victoria?")
@@ -111,7 +119,7 @@ def test_retrieval_is_deterministic(library):
     assert runs[0].answer == runs[1].answer == runs[2].answer
 
 
-def test_hits_carry_the_full_citation_payload_and_validate(library):
+def test_hits_carry_the_full_citation_payload_and_validate(library: Library) -> None:
     execution = query_execute(app=library.handbook, question="How long are invoices kept?")
     hits = list(RetrievalHit.objects.filter(query=execution).order_by("k_pos"))
     assert [h.k_pos for h in hits] == list(range(1, len(hits) + 1))
@@ -133,7 +141,9 @@ def test_hits_carry_the_full_citation_payload_and_validate(library):
     assert execution.embed_model == "sentence-transformers/all-MiniLM-L6-v2:mean"
 
 
-def test_each_question_and_segment_leaves_a_trace_row_and_line(library, caplog):
+def test_each_question_and_segment_leaves_a_trace_row_and_line(
+    library: Library, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level("INFO", logger="provenance.trace"):
         execution = query_execute(app=library.handbook, question="How long are invoices kept?")
     traces = list(RagTrace.objects.filter(query=execution).order_by("seg"))
@@ -160,9 +170,9 @@ def test_each_question_and_segment_leaves_a_trace_row_and_line(library, caplog):
         "rev=",
     ):
         assert key in line, key
-    assert traces[1].citations == [
-        str(ClaimCitation.objects.filter(query=execution).first().quoted_source.chunk_id)
-    ]
+    claim = ClaimCitation.objects.filter(query=execution).first()
+    assert claim is not None
+    assert traces[1].citations == [str(claim.quoted_source.chunk_id)]
 
 
 @pytest.mark.parametrize(
@@ -175,7 +185,9 @@ def test_each_question_and_segment_leaves_a_trace_row_and_line(library, caplog):
         "What is the name of the company's dog?",
     ],
 )
-def test_questions_the_documents_do_not_answer_cite_nothing(library, question):
+def test_questions_the_documents_do_not_answer_cite_nothing(
+    library: Library, question: str
+) -> None:
     execution = query_execute(app=library.handbook, question=question)
     assert execution.answer == NOT_FOUND
     assert not QuotedSource.objects.filter(query=execution).exists()
@@ -191,7 +203,7 @@ def test_questions_the_documents_do_not_answer_cite_nothing(library, question):
         "DROP TABLE documents_chunk; -- what is the leave policy?",
     ],
 )
-def test_question_text_is_never_read_as_search_syntax(library, question):
+def test_question_text_is_never_read_as_search_syntax(library: Library, question: str) -> None:
     """Full-text operators, quotes and backslashes are words, not tsquery syntax."""
     execution = query_execute(app=library.handbook, question=question)
     assert execution.answer
@@ -208,7 +220,9 @@ def test_question_text_is_never_read_as_search_syntax(library, question):
         (None, "invalid_query"),
     ],
 )
-def test_bad_questions_are_rejected_before_anything_is_recorded(library, question, code):
+def test_bad_questions_are_rejected_before_anything_is_recorded(
+    library: Library, question: object, code: str
+) -> None:
     from citations.models import QueryExecution
 
     before = QueryExecution.objects.count()

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pytest
 from rest_framework.test import APIClient
 
 from tests import factories
+from tests.citations.conftest import Library
+
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
 
 pytestmark = pytest.mark.django_db
 
@@ -23,13 +29,13 @@ def _client(key: str | None = None, **headers: str) -> APIClient:
     return client
 
 
-def _ask(client: APIClient, app_id, question: str = QUESTION):
+def _ask(client: APIClient, app_id: object, question: str = QUESTION) -> _MonkeyPatchedResponse:
     return client.post(
         f"/semantics/apps/{app_id}/query-executions", {"query": question}, format="json"
     )
 
 
-def test_query_then_quoted_sources_have_the_documented_shape(library):
+def test_query_then_quoted_sources_have_the_documented_shape(library: Library) -> None:
     client = _client(library.key)
     created = _ask(client, library.handbook.pk)
     assert created.status_code == 201, created.content
@@ -88,7 +94,7 @@ def test_query_then_quoted_sources_have_the_documented_shape(library):
     assert download.status_code == 200
 
 
-def test_sentence_citations_v1_spans_are_exact(library):
+def test_sentence_citations_v1_spans_are_exact(library: Library) -> None:
     client = _client(library.key)
     body = _ask(client, library.handbook.pk).json()
     citations = client.post(
@@ -111,7 +117,7 @@ def test_sentence_citations_v1_spans_are_exact(library):
         assert item["chunk_page_start"] == sources[item["chunk_id"]]["chunk"]["page_start"] - 1
 
 
-def test_the_documented_key_and_organization_headers_are_accepted(library):
+def test_the_documented_key_and_organization_headers_are_accepted(library: Library) -> None:
     client = _client(
         HTTP_WIKIT_SEMANTICS_API_KEY=library.key,
         HTTP_X_WIKIT_ORGANIZATION_ID=str(library.organization.pk),
@@ -124,7 +130,7 @@ def test_the_documented_key_and_organization_headers_are_accepted(library):
     assert _ask(wrong_org, library.handbook.pk).status_code == 401
 
 
-def test_public_apps_answer_without_a_key_private_ones_do_not(library):
+def test_public_apps_answer_without_a_key_private_ones_do_not(library: Library) -> None:
     anonymous = _client()
     public = _ask(anonymous, library.public.pk)
     assert public.status_code == 201
@@ -135,7 +141,7 @@ def test_public_apps_answer_without_a_key_private_ones_do_not(library):
     assert private.json()["error"]["type"] == "authentication_error"
 
 
-def test_bad_keys_unknown_apps_and_other_tenants(library):
+def test_bad_keys_unknown_apps_and_other_tenants(library: Library) -> None:
     assert _ask(_client("pvk_000000000000_nope"), library.public.pk).status_code == 401
     assert _ask(_client(library.key), "00000000-0000-0000-0000-000000000000").status_code == 404
     assert _ask(_client(library.key), "not-a-uuid").status_code == 404
@@ -180,7 +186,9 @@ def test_bad_keys_unknown_apps_and_other_tenants(library):
         ("query=hello", "text/plain", "unsupported_media_type"),
     ],
 )
-def test_malformed_bodies_get_clear_400s(library, payload, content_type, code):
+def test_malformed_bodies_get_clear_400s(
+    library: Library, payload: str, content_type: str, code: str
+) -> None:
     response = _client(library.key).generic(
         "POST",
         f"/semantics/apps/{library.handbook.pk}/query-executions",
@@ -192,13 +200,13 @@ def test_malformed_bodies_get_clear_400s(library, payload, content_type, code):
     assert error["code"] == code and error["message"]
 
 
-def test_a_huge_question_is_refused(library):
+def test_a_huge_question_is_refused(library: Library) -> None:
     response = _ask(_client(library.key), library.handbook.pk, "why " * 1000)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "query_too_long"
 
 
-def test_query_detail_lists_every_hit_with_its_payload(library):
+def test_query_detail_lists_every_hit_with_its_payload(library: Library) -> None:
     client = _client(library.key)
     body = _ask(client, library.handbook.pk).json()
     detail = client.get(
@@ -213,7 +221,7 @@ def test_query_detail_lists_every_hit_with_its_payload(library):
     assert validation.json()["result"] == "ok"
 
 
-def test_openapi_schema_lists_every_endpoint(library):
+def test_openapi_schema_lists_every_endpoint(library: Library) -> None:
     schema = _client().get("/api/schema/?format=json")
     assert schema.status_code == 200
     paths = set(schema.json()["paths"])
@@ -231,7 +239,7 @@ def test_openapi_schema_lists_every_endpoint(library):
         assert path in paths, path
 
 
-def test_each_quoted_sentence_names_its_own_section_page_and_line(library):
+def test_each_quoted_sentence_names_its_own_section_page_and_line(library: Library) -> None:
     """The chunk holding "seven years" starts in the section before "Records
     Retention": the quote is placed under its own heading, at its own line."""
     client = _client(library.key)

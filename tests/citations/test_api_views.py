@@ -54,7 +54,9 @@ def _listed(client: APIClient, method: str, url: str, rows: Callable) -> tuple[i
 
 
 @pytest.mark.parametrize("endpoint", list(ENDPOINTS))
-def test_an_answer_s_list_query_count_does_not_grow_with_its_rows(steps_library, endpoint):
+def test_an_answer_s_list_query_count_does_not_grow_with_its_rows(
+    steps_library: steps_support.StepsLibrary, endpoint: str
+) -> None:
     method, path, rows = ENDPOINTS[endpoint]
     app = steps_library.app()
     client = APIClient()

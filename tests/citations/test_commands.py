@@ -10,11 +10,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from citations.models import App
+from tests.citations.conftest import Library
 
 pytestmark = pytest.mark.django_db
 
 
-def test_create_app_prints_its_id_last(library):
+def test_create_app_prints_its_id_last(library: Library) -> None:
     out = StringIO()
     call_command(
         "create_app",
@@ -41,12 +42,14 @@ def test_create_app_prints_its_id_last(library):
         (["HR", "--organization", "Acme", "--data-source", "Handbook"], "already exists"),
     ],
 )
-def test_create_app_refuses_bad_input(library, args, message):
+def test_create_app_refuses_bad_input(library: Library, args: list[str], message: str) -> None:
     with pytest.raises(CommandError, match=message):
         call_command("create_app", *args, stdout=StringIO())
 
 
-def test_ask_prints_the_answer_and_each_source_with_page_lines_and_section(library):
+def test_ask_prints_the_answer_and_each_source_with_page_lines_and_section(
+    library: Library,
+) -> None:
     out = StringIO()
     call_command(
         "ask", "Within what time must security incidents be reported?", "--app", "HR", stdout=out
@@ -57,7 +60,7 @@ def test_ask_prints_the_answer_and_each_source_with_page_lines_and_section(libra
     assert "section: Incident Response" in text
 
 
-def test_ask_json_and_errors(library):
+def test_ask_json_and_errors(library: Library) -> None:
     out = StringIO()
     call_command(
         "ask",

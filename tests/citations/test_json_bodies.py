@@ -14,6 +14,7 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from citations.llm_apps import app_create
+from core.api_keys import api_key_create
 from documents.json_limits import MAX_BODY_DEPTH
 from tests import factories
 from tests.support.openapi import generated_schema
@@ -35,10 +36,15 @@ def ids() -> dict[str, str]:
     source = factories.data_source(org, "Policies")
     record = factories.upload(source, "policy.md", b"# Policy\n\nBe kind.\n").file
     app = app_create(organization=org, name="Bodies", data_source_names=["Policies"])
-    key = factories.api_key(org)
+    key = api_key_create(organization=org, role="admin")[1]  # every route: the widest role
+    # revoking takes no body: a route that may act on it revokes this one, not the caller's
+    key_row, _ = api_key_create(organization=org, role="viewer")
     thread = _client(key).post("/v1/threads", {}, format="json").json()
     return {
         "key": key,
+        "key_id": str(key_row.pk),
+        "data_source_id": str(source.pk),
+        "app_id": str(app.pk),
         "llm_app_id": str(app.pk),
         "file_id": str(record.pk),
         "thread_id": thread["id"],
@@ -76,7 +82,7 @@ def _send(client: APIClient, method: str, url: str, body: bytes) -> Any:
     return client.generic(method.upper(), url, body, content_type="application/json")  # type: ignore[arg-type]
 
 
-def test_the_schema_has_the_json_routes_this_test_covers():
+def test_the_schema_has_the_json_routes_this_test_covers() -> None:
     declared = {(path, method) for path, method, json_body in _operations() if json_body}
     assert {
         ("/semantics/apps/{llm_app_id}/query-executions", "post"),
@@ -88,7 +94,7 @@ def test_the_schema_has_the_json_routes_this_test_covers():
     } <= declared
 
 
-def test_every_json_route_refuses_a_deep_body_with_400(ids):
+def test_every_json_route_refuses_a_deep_body_with_400(ids: dict[str, str]) -> None:
     client = _client(ids["key"])
     for path, method, json_body in _operations():
         if json_body:
@@ -107,7 +113,7 @@ def test_every_json_route_refuses_a_deep_body_with_400(ids):
                 assert str(MAX_BODY_DEPTH) in error["message"]
 
 
-def test_a_body_at_the_depth_limit_is_read(ids):
+def test_a_body_at_the_depth_limit_is_read(ids: dict[str, str]) -> None:
     """One level less than refused reaches the view, which judges the content."""
     response = _send(
         _client(ids["key"]), "post", f"/v1/threads/{ids['thread_id']}/messages", _deep(63)
@@ -117,7 +123,7 @@ def test_a_body_at_the_depth_limit_is_read(ids):
 
 
 @override_settings(PROVENANCE_MAX_JSON_BODY_BYTES=4096)
-def test_every_json_route_refuses_a_body_past_the_size_limit_with_413(ids):
+def test_every_json_route_refuses_a_body_past_the_size_limit_with_413(ids: dict[str, str]) -> None:
     client = _client(ids["key"])
     large = b'{"query": "' + b"x" * 5000 + b'"}'
     for path, method, json_body in _operations():
@@ -130,7 +136,9 @@ def test_every_json_route_refuses_a_body_past_the_size_limit_with_413(ids):
     assert small.status_code == 200
 
 
-def test_a_body_past_the_default_limit_is_refused_before_its_depth_is_read(ids):
+def test_a_body_past_the_default_limit_is_refused_before_its_depth_is_read(
+    ids: dict[str, str],
+) -> None:
     response = _send(
         _client(ids["key"]), "post", "/v1/citations/validate", b"[" * (2 * 1024 * 1024)
     )

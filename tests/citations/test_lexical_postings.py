@@ -7,16 +7,19 @@ from __future__ import annotations
 import math
 import uuid
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from citations.models import App
 from documents.fulltext import SCRIPT_BOUNDARY
 from documents.models import Chunk, Organization
 from retrieval import search
 from retrieval.models import LexicalPosting
 from tests import factories
+from tests.citations.conftest import Library
 
 # BM25 as the migration defines it, written out again here
 K1, B, AVERAGE_POSITIONS = 1.2, 0.75, 80.0
@@ -57,7 +60,9 @@ def _postings(chunk_ids: list[uuid.UUID]) -> dict[tuple[uuid.UUID, str], float]:
     }
 
 
-def _lexical(library, question: str, *, apps=None, **overrides) -> list[tuple[uuid.UUID, float]]:
+def _lexical(
+    library: Library, question: str, *, apps: list[App] | None = None, **overrides: object
+) -> list[tuple[uuid.UUID, float]]:
     source_ids = [
         pk
         for app in apps or [library.squad]
@@ -79,7 +84,7 @@ def _lexical(library, question: str, *, apps=None, **overrides) -> list[tuple[uu
 
 
 @pytest.mark.django_db
-def test_every_retrievable_chunk_has_the_postings_of_its_tsvector(library):
+def test_every_retrievable_chunk_has_the_postings_of_its_tsvector(library: Library) -> None:
     """One posting per lexeme of each retrievable chunk, none for any other chunk,
     each with the chunk's data source and its BM25 term weight."""
     terms = _tsvector_terms()
@@ -98,10 +103,11 @@ def test_every_retrievable_chunk_has_the_postings_of_its_tsvector(library):
 
 
 @pytest.mark.django_db
-def test_postings_follow_every_change_of_a_chunk(library):
+def test_postings_follow_every_change_of_a_chunk(library: Library) -> None:
     """Becoming retrievable, ceasing to be, a new text, deletion and TRUNCATE: the
     trigger keeps the postings equal to the retrievable chunks' lexemes."""
     template = Chunk.objects.filter(is_retrievable=True).first()
+    assert template is not None
     hidden = factories.chunk_like(template, "Zebras graze quietly.", 20_000, is_retrievable=False)
     assert _postings([hidden.pk]) == {}
 
@@ -149,7 +155,7 @@ def _question_words(question: str) -> list[str]:
         return cursor.fetchone()[0]
 
 
-def _source_terms(apps) -> tuple[dict, dict]:
+def _source_terms(apps: list[App]) -> tuple[dict, dict]:
     source_ids = [pk for app in apps for pk in app.data_sources.values_list("pk", flat=True)]
     in_sources = set(
         Chunk.objects.filter(data_source_id__in=source_ids, is_retrievable=True).values_list(
@@ -166,7 +172,9 @@ def _source_terms(apps) -> tuple[dict, dict]:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("app_names", [["squad"], ["squad", "handbook"]])
-def test_the_full_text_side_is_bm25_over_the_postings(library, app_names):
+def test_the_full_text_side_is_bm25_over_the_postings(
+    library: Library, app_names: list[str]
+) -> None:
     """With every posting read, the statement's top-40 and scores are BM25 computed
     here from the tsvectors, over one source or two; with the per-word bound,
     nearly the same chunks."""
@@ -184,7 +192,7 @@ def test_the_full_text_side_is_bm25_over_the_postings(library, app_names):
 
 
 @pytest.mark.django_db
-def test_past_the_counting_cap_the_document_frequency_is_analyzes_share(library):
+def test_past_the_counting_cap_the_document_frequency_is_analyzes_share(library: Library) -> None:
     """A word whose chunks are counted up to the cap takes ANALYZE's share of N, if
     larger; the count where the share is smaller or unknown."""
     terms, frequency = _source_terms([library.squad])
@@ -218,12 +226,13 @@ def test_past_the_counting_cap_the_document_frequency_is_analyzes_share(library)
 
 
 @pytest.mark.django_db
-def test_the_best_matches_are_found_not_the_first(library):
+def test_the_best_matches_are_found_not_the_first(library: Library) -> None:
     """A word in more chunks than one index range reads: the chunk that holds it
     most densely is found, however late it was written."""
     template = Chunk.objects.filter(
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
     ).first()
+    assert template is not None
     filler = " ".join(["the river delta floods every spring season"] * 12)
     for n in range(search.PER_WORD_POSTINGS + 50):
         factories.chunk_like(template, f"{filler} zqxmarker {n}", 30_000 + n, is_retrievable=True)
@@ -236,10 +245,11 @@ def test_the_best_matches_are_found_not_the_first(library):
 
 
 @pytest.mark.django_db
-def test_bm25_counts_a_small_source_afresh(library):
+def test_bm25_counts_a_small_source_afresh(library: Library) -> None:
     """N, the chunks of the app's sources, is cached only where counting costs: a
     source queried while small sees its new chunks at once."""
     template = Chunk.objects.filter(data_source__in=library.squad.data_sources.all()).first()
+    assert template is not None
     before = search.retrievable_chunks([template.data_source_id])
     assert before < search.CACHED_SIZE_MINIMUM
     factories.chunk_like(template, "Tapirs swim well.", 60_000, is_retrievable=True)
@@ -247,9 +257,10 @@ def test_bm25_counts_a_small_source_afresh(library):
 
 
 @pytest.mark.django_db
-def test_another_sources_postings_are_never_candidates(library):
+def test_another_sources_postings_are_never_candidates(library: Library) -> None:
     """The statement reads only the app's data sources."""
     other = Chunk.objects.filter(data_source__in=library.handbook.data_sources.all()).first()
+    assert other is not None
     factories.chunk_like(
         other, "zqyunique appears in the handbook only", 50_000, is_retrievable=True
     )
@@ -257,12 +268,13 @@ def test_another_sources_postings_are_never_candidates(library):
 
 
 @pytest.mark.django_db
-def test_equal_weights_are_cut_by_chunk_id_every_time(library):
+def test_equal_weights_are_cut_by_chunk_id_every_time(library: Library) -> None:
     """Among chunks of equal weight the smallest ids make the cut, before and after
     their postings are rewritten: retrieval does not depend on physical order."""
     template = Chunk.objects.filter(
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
     ).first()
+    assert template is not None
     chunks = [
         factories.chunk_like(
             template, "the zqtie grows by the water", 70_000 + n, is_retrievable=True
@@ -277,11 +289,12 @@ def test_equal_weights_are_cut_by_chunk_id_every_time(library):
 
 
 @pytest.mark.django_db
-def test_a_posting_of_another_organizations_chunk_is_never_returned(library):
+def test_a_posting_of_another_organizations_chunk_is_never_returned(library: Library) -> None:
     """Even a posting filed under the app's data source: the chunk's organization decides."""
     template = Chunk.objects.filter(
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
     ).first()
+    assert template is not None
     other = Organization.objects.create(name=f"Other {uuid.uuid4().hex[:6]}")
     stray = factories.chunk_like(
         template, "zqstray belongs elsewhere", 80_000, is_retrievable=True, organization_id=other.pk
@@ -292,19 +305,20 @@ def test_a_posting_of_another_organizations_chunk_is_never_returned(library):
 
 
 @pytest.mark.django_db
-def test_the_first_words_of_a_long_question_are_kept(library):
+def test_the_first_words_of_a_long_question_are_kept(library: Library) -> None:
     """Past ``MAX_QUERY_WORDS`` lexemes the question's first words count, not the
     alphabetically first."""
     template = Chunk.objects.filter(
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
     ).first()
+    assert template is not None
     wanted = factories.chunk_like(template, "zzqfirst", 90_000, is_retrievable=True)
     filler = " ".join(f"aa{chr(97 + n // 26)}{chr(97 + n % 26)}word" for n in range(80))
     assert _lexical(library, f"zzqfirst {filler}")[0][0] == wanted.pk
 
 
 @pytest.mark.django_db
-def test_rebuild_postings_finds_and_mends_any_difference(library):
+def test_rebuild_postings_finds_and_mends_any_difference(library: Library) -> None:
     """``rebuild_postings --check`` fails on missing, changed and stray postings;
     ``rebuild_postings`` restores exactly what the triggers maintain."""
     call_command("rebuild_postings", "--check")
@@ -312,6 +326,7 @@ def test_rebuild_postings_finds_and_mends_any_difference(library):
         (p.chunk_id, p.lexeme): (p.data_source_id, p.weight) for p in LexicalPosting.objects.all()
     }
     first = LexicalPosting.objects.order_by("chunk_id", "lexeme").first()
+    assert first is not None
     with connection.cursor() as cursor:  # as a data-only restore or a replica could leave them
         cursor.execute("ALTER TABLE documents_chunk DISABLE TRIGGER USER")
         cursor.execute("DELETE FROM retrieval_lexicalposting WHERE chunk_id = %s", [first.chunk_id])
@@ -337,7 +352,7 @@ def test_rebuild_postings_finds_and_mends_any_difference(library):
     }
 
 
-def _arabic_line_with_python(corpus) -> str:
+def _arabic_line_with_python(corpus: Path) -> str:
     """A line of the corpus's Arabic PDF, as converted, where "Python" follows the
     Arabic "و" (and) with no space: the PDF itself sets none."""
     from documents.converters import converter_for
@@ -348,13 +363,16 @@ def _arabic_line_with_python(corpus) -> str:
 
 
 @pytest.mark.django_db
-def test_latin_words_against_unspaced_scripts_are_words_of_their_own(library, corpus):
+def test_latin_words_against_unspaced_scripts_are_words_of_their_own(
+    library: Library, corpus: Path
+) -> None:
     """ "وPython", "使用Python进行" and "Python을" hold the word "Python": a search for
     it finds them, and a question written that way finds an English "Python"; the
     chunk text stays exactly the Markdown slice."""
     template = Chunk.objects.filter(
         data_source__in=library.squad.data_sources.all(), is_retrievable=True
     ).first()
+    assert template is not None
     texts = [
         _arabic_line_with_python(corpus),
         "我们使用Python进行数据分析。",
@@ -374,16 +392,17 @@ def test_latin_words_against_unspaced_scripts_are_words_of_their_own(library, co
     english = factories.chunk_like(
         template, "Pythonesque zqwscript Python tooling", 70_100, is_retrievable=True
     )
-    found = [chunk_id for chunk_id, _ in _lexical(library, "ما هو وzqwscript؟")]
-    assert found[0] == english.pk
+    ranked = [chunk_id for chunk_id, _ in _lexical(library, "ما هو وzqwscript؟")]
+    assert ranked[0] == english.pk
 
 
 @pytest.mark.django_db
-def test_text_without_a_script_boundary_is_indexed_as_before(library):
+def test_text_without_a_script_boundary_is_indexed_as_before(library: Library) -> None:
     """Words within one script (accented Latin, Arabic with its vowel signs, kanji
     with 々 or 〇) are lexemes exactly as Postgres's parser makes them on the plain
     text."""
     template = Chunk.objects.filter(data_source__in=library.squad.data_sources.all()).first()
+    assert template is not None
     texts = [
         "Le café naïve déjà vu, R2-D2 and x86_64.",
         "يمكن أن يؤدي أيضًا إلى اتخاذ قرارات أكثر دقة بناءً على البيانات",

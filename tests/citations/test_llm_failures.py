@@ -4,6 +4,9 @@ reason, and nothing is recorded as an answer. Only 429, 5xx and timeouts are ret
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -12,6 +15,10 @@ from tests.citations import llm_support
 from tests.citations.llm_support import CAMERAS
 from tests.support import model_servers as ms
 
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
+
 # the shared fixtures of tests/citations/llm_support.py, used in this module
 llm_library, fast_retries = llm_support.llm_library, llm_support.fast_retries
 openai_server, anthropic_server = llm_support.openai_server, llm_support.anthropic_server
@@ -19,7 +26,7 @@ openai_server, anthropic_server = llm_support.openai_server, llm_support.anthrop
 QUESTION = "How long are camera recordings kept?"
 
 
-def _ask(library, app):
+def _ask(library: llm_support.Library, app: App) -> _MonkeyPatchedResponse:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
     return client.post(
@@ -27,7 +34,7 @@ def _ask(library, app):
     )
 
 
-def _assert_failed(response, code: str, status: int, words: str) -> None:
+def _assert_failed(response: _MonkeyPatchedResponse, code: str, status: int, words: str) -> None:
     assert response.status_code == status, response.content
     error = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}
@@ -43,7 +50,7 @@ def _delayed(reply: ms.Reply) -> ms.Reply:
     return reply
 
 
-def _empty(request):
+def _empty(request: dict[str, Any]) -> ms.Reply:
     return ms.chat_completion(request, "")
 
 
@@ -117,8 +124,16 @@ OPENAI_FAILURES = [
     ids=[case[0] for case in OPENAI_FAILURES],
 )
 def test_openai_failures(
-    llm_library, openai_server, monkeypatch, *, script, code, status, words, requests
-):
+    llm_library: llm_support.Library,
+    openai_server: ms.Server,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    script: ms.Script | None,
+    code: str,
+    status: int,
+    words: str,
+    requests: int,
+) -> None:
     app = llm_library.app("openai", model="gpt-nope")
     if script is None:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
@@ -128,7 +143,9 @@ def test_openai_failures(
     assert len(openai_server.requests) == requests
 
 
-def test_no_key_and_no_model_say_what_to_set(llm_library, openai_server, monkeypatch):
+def test_no_key_and_no_model_say_what_to_set(
+    llm_library: llm_support.Library, openai_server: ms.Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     app = llm_library.app("openai")
     _assert_failed(_ask(llm_library, app), "model_not_configured", 503, "OPENAI_API_KEY_FILE")
@@ -139,7 +156,12 @@ def test_no_key_and_no_model_say_what_to_set(llm_library, openai_server, monkeyp
     assert not openai_server.requests
 
 
-def test_the_key_can_come_from_a_file(llm_library, openai_server, monkeypatch, tmp_path):
+def test_the_key_can_come_from_a_file(
+    llm_library: llm_support.Library,
+    openai_server: ms.Server,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     key_file = tmp_path / "openai-key"
     key_file.write_text(ms.KEY + "\n")
     monkeypatch.delenv("OPENAI_API_KEY")
@@ -149,7 +171,9 @@ def test_the_key_can_come_from_a_file(llm_library, openai_server, monkeypatch, t
     assert response.status_code == 201 and response.json()["answer"] == f"{CAMERAS[0]} [1]"
 
 
-def test_a_transient_server_error_is_retried_and_counted(llm_library, openai_server):
+def test_a_transient_server_error_is_retried_and_counted(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(
         lambda r: ms.openai_error(503, "overloaded", "server_error"), ms.answering(CAMERAS)
     )
@@ -211,8 +235,16 @@ ANTHROPIC_FAILURES = [
     ids=[case[0] for case in ANTHROPIC_FAILURES],
 )
 def test_anthropic_failures(
-    llm_library, anthropic_server, monkeypatch, *, script, code, status, words, requests
-):
+    llm_library: llm_support.Library,
+    anthropic_server: ms.Server,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    script: ms.Script | None,
+    code: str,
+    status: int,
+    words: str,
+    requests: int,
+) -> None:
     app = llm_library.app("anthropic", model="claude-nope")
     if script is None:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong")
@@ -222,7 +254,9 @@ def test_anthropic_failures(
     assert len(anthropic_server.requests) == requests
 
 
-def test_anthropic_without_a_key(llm_library, anthropic_server, monkeypatch):
+def test_anthropic_without_a_key(
+    llm_library: llm_support.Library, anthropic_server: ms.Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     app = llm_library.app("anthropic")
     _assert_failed(_ask(llm_library, app), "model_not_configured", 503, "ANTHROPIC_API_KEY")

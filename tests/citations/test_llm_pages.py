@@ -4,14 +4,14 @@ the sentences left out as unsupported, and a failed model call says why."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 
-from audit.roles import OFFICER_GROUP
 from citations.models import App, QueryExecution
 from citations.services import query_execute
-from documents.models import OrganizationMember
+from documents.models import Organization, OrganizationMember
 from tests.citations import llm_support
 from tests.citations.llm_support import CAMERAS
 from tests.support import model_servers as ms
@@ -23,17 +23,16 @@ openai_server, anthropic_server = llm_support.openai_server, llm_support.anthrop
 INVENTED = "Visitors may watch the recordings on request."
 
 
-def _member(org, *, officer: bool = False) -> Client:
+def _member(org: Organization, *, officer: bool = False) -> Client:
     user = get_user_model().objects.create_user("olivia", password="pw-123-456", is_staff=officer)
-    if officer:
-        user.groups.add(Group.objects.get(name=OFFICER_GROUP))
-    OrganizationMember.objects.create(organization=org, user=user)
+    role = "officer" if officer else "viewer"
+    OrganizationMember.objects.create(organization=org, user=user, role=role)
     client = Client()
     client.force_login(user)
     return client
 
 
-def _half_supported(request):
+def _half_supported(request: dict[str, Any]) -> ms.Reply:
     snippets = ms.snippets_of(request)
     cited = ms.citation_for(snippets, CAMERAS[1])
     invented = {**cited, "quote": "Visitors may watch the recordings"}
@@ -43,8 +42,8 @@ def _half_supported(request):
 
 
 def test_the_answer_page_names_the_model_and_marks_unsupported_sentences(
-    llm_library, openai_server
-):
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(_half_supported)
     app = llm_library.app("openai", model="gpt-test")
     client = _member(llm_library.organization)
@@ -58,7 +57,9 @@ def test_the_answer_page_names_the_model_and_marks_unsupported_sentences(
     assert CAMERAS[0] not in unsupported
 
 
-def test_a_model_failure_is_said_on_the_ask_page(llm_library, openai_server):
+def test_a_model_failure_is_said_on_the_ask_page(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(
         lambda r: ms.openai_error(401, "Incorrect API key", "invalid_request_error")
     )
@@ -71,7 +72,9 @@ def test_a_model_failure_is_said_on_the_ask_page(llm_library, openai_server):
     assert QueryExecution.objects.get().status == "failed"
 
 
-def test_the_officer_s_page_shows_the_model_evidence(llm_library, openai_server):
+def test_the_officer_s_page_shows_the_model_evidence(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(_half_supported)
     execution = query_execute(
         app=llm_library.app("openai"), question="How long are recordings kept?"
@@ -87,7 +90,9 @@ def test_the_officer_s_page_shows_the_model_evidence(llm_library, openai_server)
     assert "UNSUPPORTED: quote_not_found" in report
 
 
-def test_the_admin_edits_an_app_s_generator_and_refuses_one_without_a_model(llm_library):
+def test_the_admin_edits_an_app_s_generator_and_refuses_one_without_a_model(
+    llm_library: llm_support.Library,
+) -> None:
     app = llm_library.app("openai")
     user = get_user_model().objects.create_superuser("root", password="pw-123-456")
     client = Client()

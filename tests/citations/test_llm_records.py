@@ -28,6 +28,7 @@ from tests import factories
 from tests.citations import llm_support
 from tests.citations.llm_support import CAMERAS, CONTRACTS
 from tests.support import model_servers as ms
+from tests.support.http import streamed
 
 # the shared fixtures of tests/citations/llm_support.py, used in this module
 llm_library, fast_retries = llm_support.llm_library, llm_support.fast_retries
@@ -45,7 +46,12 @@ def _client(key: str | None) -> APIClient:
 
 
 @pytest.fixture(params=["openai", "anthropic"])
-def answered(request, llm_library, openai_server, anthropic_server):
+def answered(
+    request: pytest.FixtureRequest,
+    llm_library: llm_support.Library,
+    openai_server: ms.Server,
+    anthropic_server: ms.Server,
+) -> QueryExecution:
     """An answer of each model generator citing two claims."""
     if request.param == "openai":
         openai_server.script(ms.answering(CAMERAS, CONTRACTS))
@@ -55,7 +61,9 @@ def answered(request, llm_library, openai_server, anthropic_server):
     return query_execute(app=app, question=QUESTION, origin="api")
 
 
-def test_quoted_sources_are_exactly_the_cited_chunks_in_order(llm_library, answered):
+def test_quoted_sources_are_exactly_the_cited_chunks_in_order(
+    llm_library: llm_support.Library, answered: QueryExecution
+) -> None:
     base = f"/semantics/apps/{answered.app_id}"
     sources = (
         _client(llm_library.key)
@@ -78,7 +86,9 @@ def test_quoted_sources_are_exactly_the_cited_chunks_in_order(llm_library, answe
         assert data[start:end] == item["source_sentence"]
 
 
-def test_the_detail_adds_the_auditable_block_and_the_model_evidence(llm_library, answered):
+def test_the_detail_adds_the_auditable_block_and_the_model_evidence(
+    llm_library: llm_support.Library, answered: QueryExecution
+) -> None:
     detail = (
         _client(llm_library.key)
         .get(f"/semantics/apps/{answered.app_id}/query-executions/{answered.pk}")
@@ -98,7 +108,9 @@ def test_the_detail_adds_the_auditable_block_and_the_model_evidence(llm_library,
     ]
 
 
-def test_citations_markdown_links_resolve_to_what_they_name(llm_library, answered):
+def test_citations_markdown_links_resolve_to_what_they_name(
+    llm_library: llm_support.Library, answered: QueryExecution
+) -> None:
     client = _client(llm_library.key)
     url = f"/semantics/apps/{answered.app_id}/query-executions/{answered.pk}/citations.md"
     response = client.get(url)
@@ -118,15 +130,17 @@ def test_citations_markdown_links_resolve_to_what_they_name(llm_library, answere
         else:
             file_id = link.split("/files/")[1].split("/")[0]
             hit = RetrievalHit.objects.filter(query=answered, file_id=file_id).first()
-            parts = followed.streaming_content if followed.streaming else [followed.content]
-            content = b"".join(parts)
+            assert hit is not None
+            content = streamed(followed) if followed.streaming else followed.content
             assert hashlib.sha256(content).hexdigest() == hit.file.sha256
 
     based = client.get(url, {"base_url": "https://provenance.example"}).content.decode()
     assert all(link.startswith("https://provenance.example/") for link in LINK.findall(based))
 
 
-def test_citations_markdown_refuses_what_it_must(llm_library, answered):
+def test_citations_markdown_refuses_what_it_must(
+    llm_library: llm_support.Library, answered: QueryExecution
+) -> None:
     url = f"/semantics/apps/{answered.app_id}/query-executions/{answered.pk}/citations.md"
     assert _client(llm_library.key).get(url, {"base_url": "javascript:alert(1)"}).status_code == 400
     assert _client(None).get(url).status_code == 401
@@ -137,7 +151,9 @@ def test_citations_markdown_refuses_what_it_must(llm_library, answered):
     assert _client(llm_library.key).get(missing).status_code == 404
 
 
-def test_the_renderers_as_the_provenance_records_document_describes(llm_library):
+def test_the_renderers_as_the_provenance_records_document_describes(
+    llm_library: llm_support.Library,
+) -> None:
     org = llm_library.organization
     hits = list(RetrievalHit.objects.none())
     record = build_citation_record(
@@ -156,7 +172,9 @@ def test_the_renderers_as_the_provenance_records_document_describes(llm_library)
     assert org is not None
 
 
-def test_excerpts_are_cut_to_excerpt_chars(llm_library, openai_server):
+def test_excerpts_are_cut_to_excerpt_chars(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(ms.answering(CAMERAS))
     execution = query_execute(app=llm_library.app("openai"), question=QUESTION)
     hits = list(execution.hits.select_related("chunk", "file__data_source").order_by("k_pos"))
@@ -168,10 +186,15 @@ def test_excerpts_are_cut_to_excerpt_chars(llm_library, openai_server):
         excerpt_chars=12,
     )
     assert [h.template_path for h in record.hits] == [h.file.name for h in hits]
-    assert all(len(h.excerpt) <= 13 and h.category == "Policies" for h in record.hits)
+    assert all(
+        h.excerpt is not None and len(h.excerpt) <= 13 and h.category == "Policies"
+        for h in record.hits
+    )
 
 
-def test_ask_markdown_and_the_export_carry_the_model_evidence(llm_library, openai_server):
+def test_ask_markdown_and_the_export_carry_the_model_evidence(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(ms.answering(CAMERAS))
     app = llm_library.app("openai")
     out = io.StringIO()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.core.management import call_command
@@ -14,7 +14,12 @@ from rest_framework.test import APIClient
 
 from documents.models import Chunk, File
 from tests import factories
+from tests.citations.conftest import Library
 from tests.support.openapi import assert_documented, generated_schema
+
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
 
 pytestmark = pytest.mark.django_db
 
@@ -26,17 +31,19 @@ def schema() -> dict[str, Any]:
     return generated_schema()
 
 
-def _check(schema: dict, response, path: str, method: str) -> None:
+def _check(schema: dict, response: _MonkeyPatchedResponse, path: str, method: str) -> None:
     assert_documented(schema, response.status_code, response.json(), path, method)
 
 
-def test_the_schema_is_valid_and_generated_without_warnings():
+def test_the_schema_is_valid_and_generated_without_warnings() -> None:
     out = io.StringIO()
     call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
     assert out.getvalue().startswith("openapi: 3.0")
 
 
-def test_every_operation_documents_its_response_and_how_to_authenticate(schema):
+def test_every_operation_documents_its_response_and_how_to_authenticate(
+    schema: dict[str, Any],
+) -> None:
     schemes = schema["components"]["securitySchemes"]
     assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer"}
     headers = {s.get("name") for s in schemes.values() if s["type"] == "apiKey"}
@@ -62,7 +69,7 @@ def _is_free_object(node: dict) -> bool:
     return node.get("type") == "object" and not node.get("properties") and "$ref" not in node
 
 
-def test_every_json_body_is_described_field_by_field(schema):
+def test_every_json_body_is_described_field_by_field(schema: dict[str, Any]) -> None:
     """No operation answers or accepts a bare ``object``: a generated client would
     know nothing of its fields (the threads endpoints did, before)."""
     for path, item in schema["paths"].items():
@@ -85,7 +92,7 @@ def test_every_json_body_is_described_field_by_field(schema):
     assert "assistant_id" in schema["components"]["schemas"]["RunCreateInput"]["required"]
 
 
-def test_a_file_deletion_documents_the_reason_it_needs(schema):
+def test_a_file_deletion_documents_the_reason_it_needs(schema: dict[str, Any]) -> None:
     """drf-spectacular leaves every DELETE body out; a generated client would then
     have no way to send the reason the endpoint requires."""
     delete = schema["paths"]["/v1/flow/files/{file_id}"]["delete"]
@@ -105,7 +112,9 @@ def test_a_file_deletion_documents_the_reason_it_needs(schema):
     assert "requestBody" not in schema["paths"]["/v1/threads/{thread_id}"].get("delete", {})
 
 
-def test_real_responses_validate_against_the_schema(schema, library):
+def test_real_responses_validate_against_the_schema(
+    schema: dict[str, Any], library: Library
+) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
     app = library.handbook.pk
@@ -151,6 +160,7 @@ def test_real_responses_validate_against_the_schema(schema, library):
     _check(schema, validated, "/v1/citations/validate", "post")
 
     chunk = Chunk.objects.filter(organization=library.organization, is_retrievable=True).first()
+    assert chunk is not None
     record = File.objects.get(pk=chunk.file_id)
     for path, url in (
         ("/v1/flow/files/{file_id}", f"/v1/flow/files/{record.pk}"),
@@ -165,7 +175,9 @@ def test_real_responses_validate_against_the_schema(schema, library):
         _check(schema, response, path, "get")
 
 
-def test_error_responses_validate_against_the_schema(schema, library):
+def test_error_responses_validate_against_the_schema(
+    schema: dict[str, Any], library: Library
+) -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
     app = library.handbook.pk
@@ -215,7 +227,7 @@ def _resolve(schema: dict, ref: str) -> Any:
     return node
 
 
-def test_every_ref_resolves(schema):
+def test_every_ref_resolves(schema: dict[str, Any]) -> None:
     """``TextPartInput`` was named inside a raw field schema and never generated."""
     refs = set(_refs(schema))
     assert "#/components/schemas/MessageContentInput" in refs
@@ -225,7 +237,7 @@ def test_every_ref_resolves(schema):
     assert content["properties"]["type"]["enum"] == ["text"]
 
 
-def test_every_limit_parameter_is_bounded(schema):
+def test_every_limit_parameter_is_bounded(schema: dict[str, Any]) -> None:
     limits = [
         (path, parameter["schema"])
         for path, item in schema["paths"].items()
@@ -239,7 +251,9 @@ def test_every_limit_parameter_is_bounded(schema):
         assert described["minimum"] == 1 and described["maximum"] == 100, path
 
 
-def test_json_operations_advertise_json_only_and_the_upload_a_binary_file(schema):
+def test_json_operations_advertise_json_only_and_the_upload_a_binary_file(
+    schema: dict[str, Any],
+) -> None:
     for path, item in schema["paths"].items():
         for method, operation in item.items():
             media = set(operation.get("requestBody", {}).get("content", {}))
@@ -254,7 +268,7 @@ def test_json_operations_advertise_json_only_and_the_upload_a_binary_file(schema
     assert upload == {"type": "string", "format": "binary"}
 
 
-def test_the_validator_refuses_a_multipart_body_it_no_longer_advertises():
+def test_the_validator_refuses_a_multipart_body_it_no_longer_advertises() -> None:
     client = APIClient()
     key = factories.api_key(factories.organization("Acme"))
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")

@@ -12,6 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests import factories
+from tests.citations.conftest import Library
 from tests.support.openapi import assert_documented, generated_schema
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +54,9 @@ def _internal(sources: list[dict]) -> set:
     }
 
 
-def test_an_anonymous_answer_is_readable_by_anyone_without_internal_fields(library):
+def test_an_anonymous_answer_is_readable_by_anyone_without_internal_fields(
+    library: Library,
+) -> None:
     anonymous = _client()
     query_id = _ask(anonymous, library.public.pk)
     responses = _reads(anonymous, library.public.pk, query_id)
@@ -66,7 +69,7 @@ def test_an_anonymous_answer_is_readable_by_anyone_without_internal_fields(libra
     assert [r.status_code for r in _reads(other, library.public.pk, query_id)] == [200] * 4
 
 
-def test_a_members_answer_in_a_public_app_stays_the_organizations(library):
+def test_a_members_answer_in_a_public_app_stays_the_organizations(library: Library) -> None:
     member = _client(library.key)
     query_id = _ask(member, library.public.pk)
     for outsider in (_client(), _client(factories.api_key(factories.organization("Globex")))):
@@ -81,7 +84,7 @@ def test_a_members_answer_in_a_public_app_stays_the_organizations(library):
     assert all(s["document"]["storage_name"] for s in sources)
 
 
-def test_another_organizations_answer_is_theirs_to_read(library):
+def test_another_organizations_answer_is_theirs_to_read(library: Library) -> None:
     globex_key = factories.api_key(factories.organization("Globex"))
     globex = _client(globex_key)
     query_id = _ask(globex, library.public.pk)

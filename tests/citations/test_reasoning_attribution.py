@@ -4,6 +4,8 @@ at their edges (exactly 0.7, fewer than three sources, ties)."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 
 from citations.reasoning.attribution import (
@@ -27,7 +29,7 @@ def _step(number: int, *sources: tuple[str, float], confidence: float = 1.0) -> 
     )
 
 
-def test_source_extraction_from_context():
+def test_source_extraction_from_context() -> None:
     """The document's unit test, as written."""
     service = SourceAttributionService()
     context_docs = ["id:doc_123 Machine learning content...", "Deep learning overview..."]
@@ -39,7 +41,7 @@ def test_source_extraction_from_context():
     assert attributions[0].relevance_score > 0.3
 
 
-def test_raw_strings_take_the_id_prefix_the_rank_heuristic_and_a_content_id():
+def test_raw_strings_take_the_id_prefix_the_rank_heuristic_and_a_content_id() -> None:
     service = SourceAttributionService()
     docs = ["id:doc_123 Artificial intelligence involves creating systems..."]
     docs += [f"Passage number {i}" for i in range(1, 10)]
@@ -57,10 +59,10 @@ def test_raw_strings_take_the_id_prefix_the_rank_heuristic_and_a_content_id():
     assert again[1].document_id == found[1].document_id
 
 
-def test_structured_search_results_are_preferred():
+def test_structured_search_results_are_preferred() -> None:
     """The document's structured example."""
     service = SourceAttributionService()
-    search_results = [
+    search_results: list[dict[str, Any]] = [
         {
             "document_id": "doc_123",
             "title": "Introduction to AI",
@@ -78,11 +80,11 @@ def test_structured_search_results_are_preferred():
         ("doc_456", "No score", None),
     ]
     assert found[0].relevance_score == 0.92 and found[1].relevance_score == pytest.approx(0.9)
-    assert len(found[0].excerpt) == 200  # the first 200 characters
+    assert found[0].excerpt is not None and len(found[0].excerpt) == 200  # the first 200
     assert [a.retrieval_rank for a in found] == [1, 2]
 
 
-def test_create_source_attribution_as_in_the_document_and_its_cache():
+def test_create_source_attribution_as_in_the_document_and_its_cache() -> None:
     service = SourceAttributionService()
     attribution = service.create_source_attribution(
         document_id="ml_handbook_ch3",
@@ -104,12 +106,13 @@ def test_create_source_attribution_as_in_the_document_and_its_cache():
 
 
 @pytest.mark.parametrize("bad", [1.2, -0.1, float("nan"), "0.5", True])
-def test_a_relevance_outside_0_to_1_is_refused(bad):
+def test_a_relevance_outside_0_to_1_is_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="relevance_score"):
-        SourceAttributionService().create_source_attribution("doc", bad)
+        # deliberately the wrong type too: the service checks at run time
+        SourceAttributionService().create_source_attribution("doc", cast("float", bad))
 
 
-def test_an_empty_document_id_or_a_zero_rank_is_refused():
+def test_an_empty_document_id_or_a_zero_rank_is_refused() -> None:
     service = SourceAttributionService()
     with pytest.raises(ValueError, match="document_id"):
         service.create_source_attribution(" ", 0.5)
@@ -117,7 +120,7 @@ def test_an_empty_document_id_or_a_zero_rank_is_refused():
         service.create_source_attribution("doc", 0.5, retrieval_rank=0)
 
 
-def test_aggregation_dedups_by_document_keeping_the_highest_relevance():
+def test_aggregation_dedups_by_document_keeping_the_highest_relevance() -> None:
     steps = [
         _step(1, ("ml_guide", 0.6), ("ai_intro", 0.8)),
         _step(2, ("ml_guide", 0.92), ("dl_paper", 0.5), ("ml_guide", 0.1)),
@@ -136,25 +139,25 @@ def test_aggregation_dedups_by_document_keeping_the_highest_relevance():
     }
 
 
-def test_primary_sources_are_the_top_three_above_0_7():
+def test_primary_sources_are_the_top_three_above_0_7() -> None:
     steps = [_step(1, ("a", 0.95), ("b", 0.9), ("c", 0.85), ("d", 0.8), ("e", 0.2))]
     summary = SourceAttributionService().aggregate_sources_across_steps(steps)
     assert [s.document_id for s in summary.primary_sources] == ["a", "b", "c"]
 
 
-def test_exactly_0_7_is_not_above_it():
+def test_exactly_0_7_is_not_above_it() -> None:
     steps = [_step(1, ("strong", 0.71), ("edge", 0.7), ("weak", 0.3))]
     summary = SourceAttributionService().aggregate_sources_across_steps(steps)
     assert [s.document_id for s in summary.primary_sources] == ["strong"]
 
 
-def test_without_any_source_above_0_7_the_top_three_overall():
+def test_without_any_source_above_0_7_the_top_three_overall() -> None:
     steps = [_step(1, ("a", 0.7), ("b", 0.5), ("c", 0.4), ("d", 0.3))]
     summary = SourceAttributionService().aggregate_sources_across_steps(steps)
     assert [s.document_id for s in summary.primary_sources] == ["a", "b", "c"]
 
 
-def test_fewer_than_three_sources_are_all_primary_and_none_is_no_summary():
+def test_fewer_than_three_sources_are_all_primary_and_none_is_no_summary() -> None:
     service = SourceAttributionService()
     two = service.aggregate_sources_across_steps([_step(1, ("a", 0.2), ("b", 0.1))])
     assert [s.document_id for s in two.primary_sources] == ["a", "b"]
@@ -162,7 +165,7 @@ def test_fewer_than_three_sources_are_all_primary_and_none_is_no_summary():
     assert empty == SourceSummary(source_usage_by_step={1: []})
 
 
-def test_ties_keep_the_order_of_first_use():
+def test_ties_keep_the_order_of_first_use() -> None:
     steps = [_step(1, ("first", 0.8)), _step(2, ("second", 0.8), ("third", 0.8), ("fourth", 0.8))]
     summary = SourceAttributionService().aggregate_sources_across_steps(steps)
     assert [s.document_id for s in summary.primary_sources] == ["first", "second", "third"]
@@ -172,7 +175,7 @@ def test_ties_keep_the_order_of_first_use():
     assert tie.all_sources[0] is same[0].source_attributions[0]  # the first seen is kept
 
 
-def test_enhancing_a_step_scales_relevance_by_its_confidence():
+def test_enhancing_a_step_scales_relevance_by_its_confidence() -> None:
     service = SourceAttributionService()
     step = ReasoningStep(1, "q", "a", confidence_score=0.5, context_used=["id:doc_1 text"])
 
@@ -190,7 +193,7 @@ def test_enhancing_a_step_scales_relevance_by_its_confidence():
     ]
 
 
-def test_format_sources_for_display_has_exactly_the_documents_shape():
+def test_format_sources_for_display_has_exactly_the_documents_shape() -> None:
     steps = [
         _step(1, ("ml_guide_ch1", 0.92), ("ai_intro", 0.5)),
         _step(2, ("dl_paper_2023", 0.87)),

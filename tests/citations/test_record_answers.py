@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
+from pytest_django import DjangoDbBlocker
 
 from citations.composition import NOT_FOUND
 from citations.llm_apps import app_create
@@ -20,7 +22,11 @@ from citations.models import App, ClaimCitation, QueryExecution
 from citations.services import query_execute
 from documents.models import Location
 from tests import factories
+from tests.citations.conftest import Library
 from tests.conftest import wait_for_status
+
+if TYPE_CHECKING:
+    import pymupdf
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +67,7 @@ NOTE = (
 )
 
 
-def _estimate(page, y: float, vehicle: Vehicle, *, note: bool) -> float:
+def _estimate(page: pymupdf.Page, y: float, vehicle: Vehicle, *, note: bool) -> float:
     """One estimate at ``y``: its form, the note, its totals; returns where it ends."""
     import pymupdf
 
@@ -140,7 +146,7 @@ FIELDS = {"VIN": "vin", "phone number": "phone", "grand total": "total"}
 
 
 @pytest.fixture(scope="module")
-def record_apps(library, django_db_blocker) -> Iterator[dict[str, App]]:
+def record_apps(library: Library, django_db_blocker: DjangoDbBlocker) -> Iterator[dict[str, App]]:
     """One app per generated document, each bound to a data source of its own."""
     apps = {}
     with django_db_blocker.unblock():
@@ -175,7 +181,9 @@ def _others(vehicle: Vehicle, attribute: str) -> list[str]:
 
 
 @pytest.mark.parametrize("document", list(DOCUMENTS))
-def test_each_records_field_is_answered_from_that_record_and_its_page(record_apps, document):
+def test_each_records_field_is_answered_from_that_record_and_its_page(
+    record_apps: dict[str, App], document: str
+) -> None:
     app = record_apps[document]
     pages = DOCUMENTS[document][1]
     failures = []
@@ -195,7 +203,7 @@ def test_each_records_field_is_answered_from_that_record_and_its_page(record_app
 
 
 @pytest.mark.parametrize("document", list(DOCUMENTS))
-def test_a_field_no_record_has_is_not_found(record_apps, document):
+def test_a_field_no_record_has_is_not_found(record_apps: dict[str, App], document: str) -> None:
     for question in (
         "What is the tire pressure of the Honda Civic?",
         "What is the odometer reading of the Ford Focus?",
@@ -217,8 +225,8 @@ CORPUS_QUESTIONS = [
 
 @pytest.mark.parametrize(("question", "value", "page", "wrong"), CORPUS_QUESTIONS)
 def test_the_repair_estimate_answers_from_the_record_the_question_names(
-    library, question, value, page, wrong
-):
+    library: Library, question: str, value: str, page: int, wrong: list[str]
+) -> None:
     """The corpus's two-page repair estimate: the Jeep on page 1, the Batmobile on page 2."""
     execution = query_execute(app=library.estimates, question=question)
     assert value in execution.answer, execution.answer
@@ -227,7 +235,9 @@ def test_the_repair_estimate_answers_from_the_record_the_question_names(
     assert execution.confidence in {"high", "medium"}, execution.confidence_note
 
 
-def test_a_question_the_documents_do_not_answer_says_so_with_low_confidence(library):
+def test_a_question_the_documents_do_not_answer_says_so_with_low_confidence(
+    library: Library,
+) -> None:
     """A shared word ("office") is no answer: nothing is quoted, and the answer says
     what it could not find."""
     for app in (library.handbook, library.estimates):
@@ -237,7 +247,7 @@ def test_a_question_the_documents_do_not_answer_says_so_with_low_confidence(libr
         assert "“dress”" in execution.confidence_note, execution.confidence_note
 
 
-def test_chunks_are_indexed_with_their_record_and_keep_their_text(library):
+def test_chunks_are_indexed_with_their_record_and_keep_their_text(library: Library) -> None:
     """The context is stored beside the chunk; the chunk's text is still the exact
     Markdown slice, so every location and quote is unchanged."""
     from documents.models import Chunk

@@ -6,12 +6,14 @@ answer text itself is reported beside it (evaluation's ``answer_coverage``)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from citations.models import QuotedSource
 from citations.services import query_execute
 from evaluation.scoring import text_holds
+from tests.citations.conftest import Library
 from tests.support import squad
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +30,9 @@ def _answering_sentence(question: squad.Question) -> str:
     return " ".join(context[start : len(context) if end < 0 else end].split())[:120]
 
 
-def test_the_answering_passage_is_quoted_for_at_least_90_percent(library, corpus):
+def test_the_answering_passage_is_quoted_for_at_least_90_percent(
+    library: Library, corpus: Path
+) -> None:
     questions = squad.questions(corpus)
     found, held, started = 0, 0, time.perf_counter()
     for question in questions:

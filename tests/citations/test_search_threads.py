@@ -7,15 +7,18 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
 from django.db import connection, transaction
+from pytest_django import DjangoDbBlocker, Settings
 
 from documents.models import Chunk
 from retrieval import search
 from retrieval.embedders import default_embedder
 from tests import factories
+from tests.citations.conftest import Library
 
 QUESTIONS = [
     "Which NFL team represented the AFC at Super Bowl 50?",
@@ -25,7 +28,7 @@ QUESTIONS = [
 ]
 
 
-def _pending(library, question: str, **extra) -> search.HybridSearch:
+def _pending(library: Library, question: str, **extra: Any) -> search.HybridSearch:
     return search.HybridSearch(
         organization_id=library.organization.pk,
         data_source_ids=list(library.squad.data_sources.values_list("pk", flat=True))
@@ -37,7 +40,7 @@ def _pending(library, question: str, **extra) -> search.HybridSearch:
     )
 
 
-def _search(library, question: str, vector: list[float], **extra) -> list[tuple]:
+def _search(library: Library, question: str, vector: list[float], **extra: Any) -> list[tuple]:
     hits = _pending(library, question, **extra).finish(vector)
     return [dataclasses.astuple(hit) for hit in hits]
 
@@ -52,8 +55,8 @@ def _backends() -> int:
 
 
 def test_search_threads_give_the_results_of_the_caller_connection(
-    library, django_db_blocker, settings
-):
+    library: Library, django_db_blocker: DjangoDbBlocker, settings: Settings
+) -> None:
     """Outside a transaction the lexical side runs on a search thread; in turn
     (``PROVENANCE_SEARCH_THREADS=0``) every statement runs on the caller's
     connection. Same hits, same order, same scores, for every question."""
@@ -68,14 +71,16 @@ def test_search_threads_give_the_results_of_the_caller_connection(
 
         # the full-text side still queued when finish() runs: HNSW alone, then fusion
         pool = search._search_pool()
+        assert pool is not None
         blockers = [pool.submit(time.sleep, 0.5) for _ in range(pool._max_workers)]
         pending = _pending(library, QUESTIONS[0])
-        assert not pending._lexical.done()
+        assert pending._lexical is not None and not pending._lexical.done()
         two_statements = [dataclasses.astuple(h) for h in pending.finish(vectors[QUESTIONS[0]])]
         assert all(b.done() for b in blockers)
         assert two_statements == threaded[QUESTIONS[0]]
         # the full-text side done first: HNSW and fusion in one statement
         pending = _pending(library, QUESTIONS[0])
+        assert pending._lexical is not None
         pending._lexical.result()
         one_statement = [dataclasses.astuple(h) for h in pending.finish(vectors[QUESTIONS[0]])]
         assert one_statement == threaded[QUESTIONS[0]]
@@ -97,8 +102,8 @@ def test_search_threads_give_the_results_of_the_caller_connection(
 
 
 def test_a_failing_lexical_side_raises_in_the_caller_and_the_thread_recovers(
-    library, django_db_blocker
-):
+    library: Library, django_db_blocker: DjangoDbBlocker
+) -> None:
     question = QUESTIONS[0]
     vector = default_embedder().embed_query(question)
     with django_db_blocker.unblock():
@@ -112,12 +117,13 @@ def test_a_failing_lexical_side_raises_in_the_caller_and_the_thread_recovers(
 
 
 @pytest.mark.django_db
-def test_a_caller_inside_a_transaction_finds_the_rows_it_wrote(library):
+def test_a_caller_inside_a_transaction_finds_the_rows_it_wrote(library: Library) -> None:
     """Another connection could not see uncommitted rows, so a caller inside a
     transaction searches on its own connection."""
     word = f"zq{uuid.uuid4().hex[:10]}"
     source = library.squad.data_sources.get()
     template = Chunk.objects.filter(data_source=source, is_retrievable=True).first()
+    assert template is not None and template.embedding is not None
     added = factories.chunk_like(
         template,
         f"The {word} appears in one chunk only.",
@@ -134,7 +140,7 @@ def test_a_caller_inside_a_transaction_finds_the_rows_it_wrote(library):
 
 
 @pytest.mark.django_db
-def test_the_semantic_statement_walks_the_half_precision_hnsw_index(library):
+def test_the_semantic_statement_walks_the_half_precision_hnsw_index(library: Library) -> None:
     """The ORDER BY must be the index's expression, or Postgres sorts every chunk."""
     question = QUESTIONS[0]
     pending = search.HybridSearch(

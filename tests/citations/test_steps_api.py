@@ -9,19 +9,18 @@ from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from audit.roles import OFFICER_GROUP
 from citations.llm_apps import AppError, app_create
 from citations.models import App, QueryExecution
 from citations.services import query_execute
-from documents.models import OrganizationMember
+from documents.models import Organization, OrganizationMember
 from tests import factories
 from tests.citations import steps_support
 from tests.citations.steps_support import LEAVE_FACT, PASSWORD_FACT, TWO_FACTS
+from tests.support.http import streamed
 from tests.support.openapi import assert_documented, generated_schema
 
 steps_library = steps_support.steps_library
@@ -43,17 +42,18 @@ def _url(execution: QueryExecution, query: str = "") -> str:
     return f"/semantics/apps/{execution.app_id}/query-executions/{execution.pk}/reasoning{query}"
 
 
-def _member(org, *, officer: bool = False, name: str = "olivia") -> Client:
+def _member(org: Organization, *, officer: bool = False, name: str = "olivia") -> Client:
     user = get_user_model().objects.create_user(name, password="pw-123-456", is_staff=officer)
-    if officer:
-        user.groups.add(Group.objects.get(name=OFFICER_GROUP))
-    OrganizationMember.objects.create(organization=org, user=user)
+    role = "officer" if officer else "viewer"
+    OrganizationMember.objects.create(organization=org, user=user, role=role)
     client = Client()
     client.force_login(user)
     return client
 
 
-def test_the_reasoning_endpoint_gives_the_steps_and_the_documents_summary(steps_library, schema):
+def test_the_reasoning_endpoint_gives_the_steps_and_the_documents_summary(
+    steps_library: steps_support.StepsLibrary, schema: dict
+) -> None:
     execution = query_execute(app=steps_library.app(), question=TWO_FACTS)
 
     response = _api(steps_library.key).get(_url(execution))
@@ -108,7 +108,7 @@ def test_the_reasoning_endpoint_gives_the_steps_and_the_documents_summary(steps_
     assert {p["excerpt"] for p in summary["primary_sources"]} == {LEAVE_FACT, PASSWORD_FACT}
 
 
-def test_include_excerpts_false_leaves_them_out(steps_library):
+def test_include_excerpts_false_leaves_them_out(steps_library: steps_support.StepsLibrary) -> None:
     execution = query_execute(app=steps_library.app(), question=TWO_FACTS)
 
     body = _api(steps_library.key).get(_url(execution, "?include_excerpts=false")).json()
@@ -118,7 +118,7 @@ def test_include_excerpts_false_leaves_them_out(steps_library):
     assert attributions and all(a["excerpt"] is None for a in attributions)
 
 
-def test_a_single_step_apps_answer_says_single(steps_library):
+def test_a_single_step_apps_answer_says_single(steps_library: steps_support.StepsLibrary) -> None:
     app = steps_library.app(reasoning="single", name="single")
     execution = query_execute(app=app, question=TWO_FACTS)
 
@@ -133,7 +133,9 @@ def test_a_single_step_apps_answer_says_single(steps_library):
 
 
 @pytest.mark.parametrize("value", ["maybe", "", "yes please", "2"])
-def test_a_bad_include_excerpts_is_a_400_in_the_error_shape(steps_library, value):
+def test_a_bad_include_excerpts_is_a_400_in_the_error_shape(
+    steps_library: steps_support.StepsLibrary, value: str
+) -> None:
     execution = query_execute(app=steps_library.app(), question=TWO_FACTS)
 
     response = _api(steps_library.key).get(_url(execution, f"?include_excerpts={value}"))
@@ -149,7 +151,9 @@ def test_a_bad_include_excerpts_is_a_400_in_the_error_shape(steps_library, value
     }
 
 
-def test_another_tenant_and_anonymous_callers_cannot_read_the_steps(steps_library):
+def test_another_tenant_and_anonymous_callers_cannot_read_the_steps(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     execution = query_execute(app=steps_library.app(), question=TWO_FACTS)
     other = factories.api_key(factories.organization("Globex"))
 
@@ -160,7 +164,9 @@ def test_another_tenant_and_anonymous_callers_cannot_read_the_steps(steps_librar
     assert _api(steps_library.key).get(bad_id).json()["error"]["code"]
 
 
-def test_the_answer_page_shows_how_the_answer_was_found(steps_library):
+def test_the_answer_page_shows_how_the_answer_was_found(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     app = steps_library.app()
     client = _member(steps_library.organization)
 
@@ -176,7 +182,7 @@ def test_the_answer_page_shows_how_the_answer_was_found(steps_library):
     assert client.get(viewer).status_code == 200
 
 
-def test_a_single_step_answer_page_has_no_steps(steps_library):
+def test_a_single_step_answer_page_has_no_steps(steps_library: steps_support.StepsLibrary) -> None:
     app = steps_library.app(reasoning="single", name="single")
     client = _member(steps_library.organization)
 
@@ -185,7 +191,9 @@ def test_a_single_step_answer_page_has_no_steps(steps_library):
     assert 'id="reasoning"' not in client.get(response["Location"]).content.decode()
 
 
-def test_the_officers_evidence_page_and_report_show_the_same_chain(steps_library):
+def test_the_officers_evidence_page_and_report_show_the_same_chain(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     execution = query_execute(app=steps_library.app(), question=TWO_FACTS)
     client = _member(steps_library.organization, officer=True)
 
@@ -202,6 +210,7 @@ def test_the_officers_evidence_page_and_report_show_the_same_chain(steps_library
         and "How often must passwords be changed?" in listed.content.decode()
     )
     step = execution.reasoning_steps.first()
+    assert step is not None
     assert client.post(f"/admin/citations/reasoningstep/{step.pk}/delete/").status_code == 403
 
 
@@ -225,7 +234,9 @@ def _app_form(app: App, **changes: object) -> dict:
     }
 
 
-def test_the_admin_sets_reasoning_and_refuses_a_bad_value(steps_library):
+def test_the_admin_sets_reasoning_and_refuses_a_bad_value(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     app = steps_library.app(reasoning="single", name="editable")
     root = get_user_model().objects.create_superuser("root", password="pw-123-456")
     client = Client()
@@ -242,7 +253,9 @@ def test_the_admin_sets_reasoning_and_refuses_a_bad_value(steps_library):
     assert App.objects.get(pk=app.pk).reasoning == "steps"
 
 
-def test_create_app_takes_reasoning_steps_and_refuses_a_bad_one(steps_library):
+def test_create_app_takes_reasoning_steps_and_refuses_a_bad_one(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     out = StringIO()
     call_command(
         "create_app",
@@ -280,7 +293,9 @@ def test_create_app_takes_reasoning_steps_and_refuses_a_bad_one(steps_library):
         )
 
 
-def test_the_json_export_carries_the_steps_and_what_each_cites(steps_library):
+def test_the_json_export_carries_the_steps_and_what_each_cites(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     execution = query_execute(app=steps_library.app(), question=TWO_FACTS)
     client = _member(steps_library.organization, officer=True)
 
@@ -289,7 +304,7 @@ def test_the_json_export_carries_the_steps_and_what_each_cites(steps_library):
         {"action": "export_json", "_selected_action": [str(execution.pk)]},
     )
 
-    (record,) = json.loads(b"".join(response.streaming_content))
+    (record,) = json.loads(streamed(response))
     steps = record["reasoning_steps"]
     assert [s["step_number"] for s in steps] == [1, 2]
     assert steps[1]["question"] == "How often must passwords be changed?"

@@ -76,7 +76,7 @@ def _questions(question: str, max_steps: int = 5) -> list[str]:
         ),
     ],
 )
-def test_a_question_that_asks_several_things_is_split(question, steps):
+def test_a_question_that_asks_several_things_is_split(question: str, steps: list[str]) -> None:
     assert _questions(question) == steps
 
 
@@ -91,12 +91,12 @@ def test_a_question_that_asks_several_things_is_split(question, steps):
         "   ",
     ],
 )
-def test_a_simple_question_stays_one_step(question):
+def test_a_simple_question_stays_one_step(question: str) -> None:
     plan = question_decompose(question, max_steps=5)
     assert len(plan.steps) == 1 and plan.notes == []
 
 
-def test_a_follow_up_that_refers_back_uses_the_previous_answer():
+def test_a_follow_up_that_refers_back_uses_the_previous_answer() -> None:
     plan = question_decompose(
         "Who operates the surveillance cameras and how long are their recordings kept?",
         max_steps=5,
@@ -107,13 +107,13 @@ def test_a_follow_up_that_refers_back_uses_the_previous_answer():
     ]
 
 
-def test_more_steps_than_the_maximum_are_capped_and_the_notes_say_so():
+def test_more_steps_than_the_maximum_are_capped_and_the_notes_say_so() -> None:
     plan = question_decompose("One thing? Two things? Three things? Four things?", max_steps=2)
     assert [s.question for s in plan.steps] == ["One thing?", "Two things?"]
     assert "capped at 2 steps" in plan.notes[-1] and "Four things?" in plan.notes[-1]
 
 
-def test_empty_sub_questions_are_left_out():
+def test_empty_sub_questions_are_left_out() -> None:
     assert _questions("Who approves annual leave? ? ?? Where are badges returned?") == [
         "Who approves annual leave?",
         "Where are badges returned?",
@@ -127,7 +127,7 @@ def _steps_json(*questions: str, uses: dict | None = None) -> str:
     )
 
 
-def test_the_models_steps_are_read_with_their_uses():
+def test_the_models_steps_are_read_with_their_uses() -> None:
     plan = plan_read(_steps_json("A?", "B?", uses={2: [1, 2, 7, True]}), "A and B?", max_steps=5)
     assert plan.proposed_by == "model"
     assert plan.steps == [StepPlan("A?"), StepPlan("B?", (1,))]  # only earlier steps count
@@ -146,14 +146,14 @@ def test_the_models_steps_are_read_with_their_uses():
         ('{"steps": [{"question": "  "}, {"question": ""}]}', "empty_steps"),
     ],
 )
-def test_malformed_steps_fall_back_to_one_step_and_say_why(reply, code):
+def test_malformed_steps_fall_back_to_one_step_and_say_why(reply: str, code: str) -> None:
     plan = plan_read(reply, "What is A and what is B?", max_steps=5)
     assert plan.proposed_by == "fallback"
     assert plan.steps == [StepPlan("What is A and what is B?")]
     assert f"({code})" in plan.notes[0]
 
 
-def test_a_fenced_reply_is_read_and_empty_steps_and_excess_are_noted():
+def test_a_fenced_reply_is_read_and_empty_steps_and_excess_are_noted() -> None:
     reply = "```json\n" + _steps_json("A?", " ", "B?", "C?") + "\n```"
     plan = plan_read(reply, "q", max_steps=2)
     assert [s.question for s in plan.steps] == ["A?", "B?"]

@@ -8,11 +8,13 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 from django.db.utils import DatabaseError
+from pytest_django import Settings
 
 from audit.ledger import ledger_verify
 from audit.models import EvidenceEntry
 from citations.markers import markers_in, markers_match
 from citations.models import (
+    QueryExecution,
     QuotedSource,
     ReasoningStep,
     RetrievalHit,
@@ -20,7 +22,8 @@ from citations.models import (
     StepSourceAttribution,
 )
 from citations.reasoning.selectors import reasoning_of
-from citations.services import query_execute, query_validate
+from citations.services import query_execute
+from citations.services.revalidation import query_validate
 from citations.validation import validate_citations
 from tests.citations import steps_support
 from tests.citations.steps_support import LEAVE_FACT, ONE_FACT, PASSWORD_FACT, TWO_FACTS
@@ -28,11 +31,11 @@ from tests.citations.steps_support import LEAVE_FACT, ONE_FACT, PASSWORD_FACT, T
 steps_library = steps_support.steps_library
 
 
-def _steps(execution) -> list[ReasoningStep]:
+def _steps(execution: QueryExecution) -> list[ReasoningStep]:
     return list(ReasoningStep.objects.filter(query=execution).order_by("step_number"))
 
 
-def assert_step_invariants(execution) -> None:
+def assert_step_invariants(execution: QueryExecution) -> None:
     """DESIGN invariants 5, 6 and 9 for each step's own answer and for the final one."""
     final = list(QuotedSource.objects.filter(query=execution))
     assert markers_match(execution.answer, [s.quoted_as for s in final])
@@ -57,18 +60,20 @@ def assert_step_invariants(execution) -> None:
                 a.score_norm * step.confidence_score, abs=1e-6
             )
             assert validate_citations([hit.payload], read_analyzer=hit.payload["analyzer"]) == "ok"
-        for claim in StepClaim.objects.filter(step=step).select_related("attribution__chunk"):
+        for cited in StepClaim.objects.filter(step=step).select_related("attribution__chunk"):
             answer = step.intermediate_answer
-            assert answer[claim.reply_start : claim.reply_end] == claim.reply_sentence
-            text = claim.attribution.chunk.chunk_text
-            assert text[claim.source_start : claim.source_end] == claim.source_sentence
-            assert claim.claim is not None
-            assert claim.claim.reply_sentence == claim.reply_sentence  # the same in the final
-            assert claim.claim.quoted_source == claim.attribution.final_source
+            assert answer[cited.reply_start : cited.reply_end] == cited.reply_sentence
+            text = cited.attribution.chunk.chunk_text
+            assert text[cited.source_start : cited.source_end] == cited.source_sentence
+            assert cited.claim is not None
+            assert cited.claim.reply_sentence == cited.reply_sentence  # the same in the final
+            assert cited.claim.quoted_source == cited.attribution.final_source
     assert query_validate(execution=execution)["result"] == "ok"
 
 
-def test_two_facts_of_two_documents_are_two_steps_with_their_own_sources(steps_library):
+def test_two_facts_of_two_documents_are_two_steps_with_their_own_sources(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     app = steps_library.app()
 
     execution = query_execute(app=app, question=TWO_FACTS)
@@ -89,6 +94,7 @@ def test_two_facts_of_two_documents_are_two_steps_with_their_own_sources(steps_l
         assert 0 < step.confidence_score <= 1 and step.execution_time > 0
         assert step.intermediate_answer.endswith("[1]")  # each step numbers its own sources
         assert step.proposed_by == "question" and step.hits_from is not None
+    assert steps[0].hits_to is not None and steps[1].hits_from is not None
     assert steps[0].hits_to < steps[1].hits_from  # separate retrievals, never colliding
     # the final answer: both facts, numbered over the steps in order of first use
     assert execution.answer == f"{LEAVE_FACT} [1] {PASSWORD_FACT} [2]"
@@ -107,7 +113,7 @@ def test_two_facts_of_two_documents_are_two_steps_with_their_own_sources(steps_l
     assert len(summary.primary_sources) <= 3
 
 
-def test_cot_with_source_attribution(steps_library):
+def test_cot_with_source_attribution(steps_library: steps_support.StepsLibrary) -> None:
     """The document's integration test, adapted: a chain of thought over our pipeline."""
     result = reasoning_of(execution=query_execute(app=steps_library.app(), question=TWO_FACTS))
 
@@ -118,7 +124,7 @@ def test_cot_with_source_attribution(steps_library):
         assert len(step.source_attributions) > 0
 
 
-def test_a_one_fact_question_stays_one_step(steps_library):
+def test_a_one_fact_question_stays_one_step(steps_library: steps_support.StepsLibrary) -> None:
     execution = query_execute(app=steps_library.app(), question=ONE_FACT)
 
     (step,) = _steps(execution)
@@ -128,7 +134,9 @@ def test_a_one_fact_question_stays_one_step(steps_library):
     assert_step_invariants(execution)
 
 
-def test_a_chunk_two_steps_cite_is_one_number_in_the_final_answer(steps_library):
+def test_a_chunk_two_steps_cite_is_one_number_in_the_final_answer(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     execution = query_execute(
         app=steps_library.app(),
         question="How often must passwords be changed and how many characters must passwords "
@@ -145,8 +153,8 @@ def test_a_chunk_two_steps_cite_is_one_number_in_the_final_answer(steps_library)
 
 
 def test_a_step_nothing_answers_says_so_and_the_final_answer_cites_nothing_for_it(
-    steps_library,
-):
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     execution = query_execute(
         app=steps_library.app(),
         question="How often must passwords be changed? What is the launch code of the rocket?",
@@ -161,7 +169,7 @@ def test_a_step_nothing_answers_says_so_and_the_final_answer_cites_nothing_for_i
     assert_step_invariants(execution)
 
 
-def test_a_step_whose_retrieval_finds_nothing(steps_library):
+def test_a_step_whose_retrieval_finds_nothing(steps_library: steps_support.StepsLibrary) -> None:
     app = steps_library.app(min_score=0.99)  # every hit is below the app's threshold
 
     execution = query_execute(app=app, question=TWO_FACTS)
@@ -173,7 +181,9 @@ def test_a_step_whose_retrieval_finds_nothing(steps_library):
     assert markers_in(execution.answer) == [] and execution.validator_status == "empty_citations"
 
 
-def test_a_follow_up_step_searches_with_the_previous_answer(steps_library):
+def test_a_follow_up_step_searches_with_the_previous_answer(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     execution = query_execute(
         app=steps_library.app(),
         question="Who must approve annual leave requests and when must they be approved?",
@@ -187,7 +197,9 @@ def test_a_follow_up_step_searches_with_the_previous_answer(steps_library):
     assert "with the answer of step(s) 1" in second.reasoning_trace
 
 
-def test_the_steps_are_capped_and_the_trace_says_so(steps_library, settings):
+def test_the_steps_are_capped_and_the_trace_says_so(
+    steps_library: steps_support.StepsLibrary, settings: Settings
+) -> None:
     settings.PROVENANCE_REASONING_MAX_STEPS = 2
 
     execution = query_execute(
@@ -201,7 +213,7 @@ def test_the_steps_are_capped_and_the_trace_says_so(steps_library, settings):
     assert "train travel" in steps[0].reasoning_trace
 
 
-def test_a_single_step_app_writes_no_steps(steps_library):
+def test_a_single_step_app_writes_no_steps(steps_library: steps_support.StepsLibrary) -> None:
     app = steps_library.app(reasoning="single", name="single")
 
     execution = query_execute(app=app, question=TWO_FACTS)
@@ -211,7 +223,9 @@ def test_a_single_step_app_writes_no_steps(steps_library):
     assert not reasoning_of(execution=execution).stepped
 
 
-def test_the_steps_are_chained_and_the_chain_verifies(steps_library):
+def test_the_steps_are_chained_and_the_chain_verifies(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     execution = query_execute(app=steps_library.app(), question=TWO_FACTS)
 
     chained = set(
@@ -230,7 +244,14 @@ def test_the_steps_are_chained_and_the_chain_verifies(steps_library):
     ]
     assert len(rows) >= 6
     assert {(r._meta.db_table, str(r.pk)) for r in rows} <= chained
-    entries = EvidenceEntry.objects.filter(record_id__in=[str(r.pk) for r in rows])
+    # integer ids repeat across tables: an entry is its table and its id together
+    ours = {(r._meta.db_table, str(r.pk)) for r in rows}
+    entries = [
+        e
+        for e in EvidenceEntry.objects.filter(record_id__in=[str(r.pk) for r in rows])
+        if (e.record_table, e.record_id) in ours
+    ]
+    assert len(entries) == len(ours)
     assert {e.organization_id for e in entries} == {execution.organization_id}
     assert ledger_verify().ok
 
@@ -245,7 +266,9 @@ def test_the_steps_are_chained_and_the_chain_verifies(steps_library):
         "TRUNCATE citations_stepsourceattribution CASCADE",
     ],
 )
-def test_the_steps_are_append_only(steps_library, statement):
+def test_the_steps_are_append_only(
+    steps_library: steps_support.StepsLibrary, statement: str
+) -> None:
     query_execute(app=steps_library.app(), question=TWO_FACTS)
 
     with connection.cursor() as cursor:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pytest_django import Settings
 
 from citations.generators import ModelError
 from citations.models import ClaimCheck, ModelCall, QueryExecution, ReasoningStep
@@ -27,7 +28,7 @@ openai_server, anthropic_server = llm_support.openai_server, llm_support.anthrop
 LEAVE = ("Full-time employees get twenty-five days of annual leave a year.", LEAVE_FACT)
 PASSWORDS = ("Passwords must be changed every ninety days.", PASSWORD_FACT)
 PLAN_MARK = PLAN_SYSTEM.split(".")[0]  # "You plan how a question … will be looked up"
-STEPS = {
+STEPS: dict[str, Any] = {
     "steps": [
         {"question": "How many days of annual leave do full-time employees get?", "uses": []},
         {"question": "How often must passwords be changed?", "uses": [1]},
@@ -74,8 +75,8 @@ def _steps(execution: QueryExecution) -> list[ReasoningStep]:
 
 
 def test_the_model_proposes_the_steps_and_each_is_answered_with_its_own_sources(
-    steps_library, openai_server
-):
+    steps_library: steps_support.StepsLibrary, openai_server: ms.Server
+) -> None:
     openai_server.script(openai_model(json.dumps(STEPS)))
     app = steps_library.app("openai", model="gpt-test")
 
@@ -104,7 +105,8 @@ def test_the_model_proposes_the_steps_and_each_is_answered_with_its_own_sources(
     checks = list(ClaimCheck.objects.filter(query=execution).order_by("id"))
     assert [c.model_call.attempt for c in checks] == [2, 3]
     assert all(c.supported and c.claim is not None for c in checks)
-    assert [c.claim.reply_sentence for c in checks] == [LEAVE[0], PASSWORDS[0]]
+    claims = [c.claim for c in checks if c.claim is not None]  # all of them, as asserted
+    assert [c.reply_sentence for c in claims] == [LEAVE[0], PASSWORDS[0]]
     assert_step_invariants(execution)
 
 
@@ -117,8 +119,8 @@ def test_the_model_proposes_the_steps_and_each_is_answered_with_its_own_sources(
     ],
 )
 def test_malformed_steps_fall_back_to_one_step_and_the_trace_says_why(
-    steps_library, openai_server, plan, code
-):
+    steps_library: steps_support.StepsLibrary, openai_server: ms.Server, plan: str, code: str
+) -> None:
     openai_server.script(openai_model(plan))
 
     execution = query_execute(app=steps_library.app("openai"), question=TWO_FACTS)
@@ -133,7 +135,9 @@ def test_malformed_steps_fall_back_to_one_step_and_the_trace_says_why(
     assert_step_invariants(execution)
 
 
-def test_more_steps_than_allowed_are_capped(steps_library, openai_server, settings):
+def test_more_steps_than_allowed_are_capped(
+    steps_library: steps_support.StepsLibrary, openai_server: ms.Server, settings: Settings
+) -> None:
     settings.PROVENANCE_REASONING_MAX_STEPS = 1
     openai_server.script(openai_model(json.dumps(STEPS)))
 
@@ -145,7 +149,9 @@ def test_more_steps_than_allowed_are_capped(steps_library, openai_server, settin
     assert "at most 1 steps" in _system(openai_server.requests[0]).replace("At most", "at most")
 
 
-def test_a_failing_plan_request_fails_the_answer_with_the_reason(steps_library, openai_server):
+def test_a_failing_plan_request_fails_the_answer_with_the_reason(
+    steps_library: steps_support.StepsLibrary, openai_server: ms.Server
+) -> None:
     openai_server.script(lambda request: ms.openai_error(500, "boom", "server_error"))
 
     with pytest.raises(ModelError) as failed:
@@ -158,7 +164,9 @@ def test_a_failing_plan_request_fails_the_answer_with_the_reason(steps_library, 
     assert not ReasoningStep.objects.filter(query=execution).exists()
 
 
-def test_anthropic_proposes_fenced_json_steps(steps_library, anthropic_server):
+def test_anthropic_proposes_fenced_json_steps(
+    steps_library: steps_support.StepsLibrary, anthropic_server: ms.Server
+) -> None:
     anthropic_server.script(claude_model("```json\n" + json.dumps(STEPS) + "\n```"))
     app = steps_library.app("anthropic", model="claude-test")
 

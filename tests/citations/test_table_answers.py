@@ -6,14 +6,12 @@ from __future__ import annotations
 import pytest
 
 from citations.generators import Passage
-from citations.generators.extractive import (
-    MIN_PAIR_SIMILARITY,
-    MIN_ROW_SIMILARITY,
-    ExtractiveGenerator,
-    _Sentence,
-    sentences_of,
-)
+from citations.generators.extractive.generator import ExtractiveGenerator
+from citations.generators.extractive.ranking import Sentence as _Sentence
+from citations.generators.extractive.sentences import sentences_of
+from citations.generators.extractive.thresholds import MIN_PAIR_SIMILARITY, MIN_ROW_SIMILARITY
 from citations.services import query_execute
+from tests.citations.conftest import Library
 
 FORM = """\
 | ZAVA AUTO REPAIR | |
@@ -42,7 +40,7 @@ def _sentences(text: str) -> list[str]:
     return [text[start:end] for start, end in sentences_of(text)]
 
 
-def test_a_form_row_offers_its_label_value_pairs_and_itself():
+def test_a_form_row_offers_its_label_value_pairs_and_itself() -> None:
     assert _sentences(FORM) == [
         "ZAVA AUTO REPAIR",
         "Customer Information | Vehicle Information",  # a two-cell row stays whole
@@ -65,7 +63,7 @@ def test_a_form_row_offers_its_label_value_pairs_and_itself():
     ]
 
 
-def test_a_form_whose_header_is_outside_the_chunk_keeps_its_rows_whole():
+def test_a_form_whose_header_is_outside_the_chunk_keeps_its_rows_whole() -> None:
     """Without the blank header row in sight, nothing says the row is a form."""
     body = FORM.split("| --- | --- | --- | --- |\n", 1)[1].split("\n\n", 1)[0]
     assert _sentences(body)[0] == "Insured name | Gabriel Diaz | Year | 2022"
@@ -82,12 +80,12 @@ def _claims(texts: list[str]) -> list[str]:
     return [claim.reply for claim in generator._select(ranked)]
 
 
-def test_short_pairs_inside_one_another_are_different_facts():
+def test_short_pairs_inside_one_another_are_different_facts() -> None:
     facts = ["Sub Total | 1000", "Total | 100", "Amount due | 150.00", "Amount due | 15"]
     assert _claims(facts) == facts
 
 
-def test_a_row_and_its_own_pair_are_quoted_once():
+def test_a_row_and_its_own_pair_are_quoted_once() -> None:
     generator = ExtractiveGenerator()
     start = FORM.index("Insured name")
     pair_end = FORM.index(" | Year")
@@ -99,7 +97,7 @@ def test_a_row_and_its_own_pair_are_quoted_once():
     assert [c.reply for c in generator._select(ranked)] == ["Insured name | Gabriel Diaz"]
 
 
-def test_a_sentence_repeated_inside_a_longer_one_is_quoted_once():
+def test_a_sentence_repeated_inside_a_longer_one_is_quoted_once() -> None:
     assert _claims(
         [
             "This is a preliminary estimate for the visible damage of the vehicle.",
@@ -125,7 +123,9 @@ def test_a_sentence_repeated_inside_a_longer_one_is_quoted_once():
         ("How much does the paint labor cost?", ["Paint Labor | 1.5 | 150 | 225"]),
     ],
 )
-def test_questions_on_a_form_quote_the_pair_that_answers(library, question, pairs):
+def test_questions_on_a_form_quote_the_pair_that_answers(
+    library: Library, question: str, pairs: list[str]
+) -> None:
     """The corpus's repair estimate (a PDF of form tables): the answer's claims are
     the pairs, each the exact slice of its chunk at the recorded offsets."""
     execution = query_execute(app=library.estimates, question=question)
@@ -143,7 +143,7 @@ def test_questions_on_a_form_quote_the_pair_that_answers(library, question, pair
         assert source_a != source_b or end_a <= start_b, execution.answer  # no fact twice
 
 
-def test_passages_of_a_form_offer_pairs_to_the_generator():
+def test_passages_of_a_form_offer_pairs_to_the_generator() -> None:
     """The generator's candidates for a form chunk are the pairs (what it embeds)."""
     generator = ExtractiveGenerator()
     candidates = generator._candidates(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -15,12 +17,13 @@ from citations.models import RetrievalHit
 from citations.services import query_execute
 from citations.validation import RETURN_CODES, validate_citations
 from documents.fulltext import ANALYZER
+from tests.citations.conftest import Library
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def payloads(library) -> tuple[list[dict], str]:
+def payloads(library: Library) -> tuple[list[dict], str]:
     execution = query_execute(app=library.handbook, question="How long are invoices kept?")
     hits = RetrievalHit.objects.filter(query=execution).order_by("k_pos")
     return [h.payload for h in hits], execution.index_hash
@@ -31,7 +34,7 @@ def _same_section(items: list[dict]) -> list[dict]:
     return [i for i in items if i["section_id"] == first]
 
 
-def test_a_real_payload_is_ok(payloads):
+def test_a_real_payload_is_ok(payloads: tuple[list[dict], str]) -> None:
     items, index_hash = payloads
     assert (
         validate_citations(_same_section(items), live_index_hash=index_hash, read_analyzer=ANALYZER)
@@ -82,20 +85,22 @@ def test_a_real_payload_is_ok(payloads):
         (lambda items: [{**items[0], "embed_model": 7}], "invalid_embed_model"),
     ],
 )
-def test_each_broken_rule_returns_its_code(payloads, mutate, code):
+def test_each_broken_rule_returns_its_code(
+    payloads: tuple[list[dict], str], mutate: Callable[[list[dict]], list[dict]], code: str
+) -> None:
     items, index_hash = payloads
     broken = mutate(copy.deepcopy(items))
     assert code in RETURN_CODES
     assert validate_citations(broken, live_index_hash=index_hash, read_analyzer=ANALYZER) == code
 
 
-def test_cross_section_reuse_can_be_whitelisted(payloads):
+def test_cross_section_reuse_can_be_whitelisted(payloads: tuple[list[dict], str]) -> None:
     items, _ = payloads
     mixed = [items[0], {**items[0], "section_id": "elsewhere"}]
     assert validate_citations(mixed, allow_cross_section=True) == "ok"
 
 
-def test_revision_lock(payloads):
+def test_revision_lock(payloads: tuple[list[dict], str]) -> None:
     items, _ = payloads
     item = items[0]
     assert validate_citations([item], revisions={item["snippet_id"]: item["rev"]}) == "ok"
@@ -105,7 +110,9 @@ def test_revision_lock(payloads):
     )
 
 
-def test_rest_validator_checks_against_the_live_index(library, payloads):
+def test_rest_validator_checks_against_the_live_index(
+    library: Library, payloads: tuple[list[dict], str]
+) -> None:
     items, _ = payloads
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
@@ -168,7 +175,9 @@ def test_rest_validator_checks_against_the_live_index(library, payloads):
     )
 
 
-def test_command_validates_a_query_and_a_payload_file(library, payloads, tmp_path):
+def test_command_validates_a_query_and_a_payload_file(
+    library: Library, payloads: tuple[list[dict], str], tmp_path: Path
+) -> None:
     items, _ = payloads
     execution = query_execute(app=library.handbook, question="How long are invoices kept?")
     out = StringIO()

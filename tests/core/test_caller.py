@@ -22,20 +22,21 @@ def _request(user_agent: str = "") -> HttpRequest:
     return request
 
 
-def test_it_names_an_api_key_caller_by_its_prefix_and_organization():
+def test_it_names_an_api_key_caller_by_its_prefix_and_organization() -> None:
     organization = factories.organization()
     key = api_key_verify(presented=factories.api_key(organization))
     request = _request(user_agent="openai-python/1.0")
-    request.auth = key
+    # DRF sets ``auth`` on the HttpRequest it wraps; django-stubs do not declare it
+    request.auth = key  # type: ignore[attr-defined]
 
     caller = Caller.from_request(request)
 
     assert (caller.user, caller.api_key, caller.organization) == (None, key, organization)
     assert (caller.origin, caller.user_agent) == ("192.0.2.7", "openai-python/1.0")
-    assert caller.label == f"api-key:{key.prefix}"
+    assert key is not None and caller.label == f"api-key:{key.prefix}"
 
 
-def test_it_names_a_signed_in_member_by_name_and_first_organization():
+def test_it_names_a_signed_in_member_by_name_and_first_organization() -> None:
     organization = factories.organization()
     user = get_user_model().objects.create_user("ada")
     OrganizationMember.objects.create(organization=organization, user=user)
@@ -48,7 +49,7 @@ def test_it_names_a_signed_in_member_by_name_and_first_organization():
     assert caller.user_agent is None and caller.label == "user:ada"
 
 
-def test_nobody_is_anonymous_on_an_answer_and_the_system_on_a_document():
+def test_nobody_is_anonymous_on_an_answer_and_the_system_on_a_document() -> None:
     caller = Caller.from_request(_request())
 
     assert (caller.user, caller.api_key, caller.organization) == (None, None, None)

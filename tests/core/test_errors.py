@@ -7,7 +7,7 @@ from core.exceptions import DomainRejected
 from documents.uploads import UploadRejected
 
 
-def test_a_domain_refusal_answers_with_its_status_code_and_param():
+def test_a_domain_refusal_answers_with_its_status_code_and_param() -> None:
     refused = DomainRejected("too big", code="file_too_large", status=413, param="file")
 
     response = json_exception_handler(refused, {})
@@ -23,7 +23,7 @@ def test_a_domain_refusal_answers_with_its_status_code_and_param():
     }
 
 
-def test_a_refusal_names_its_kinds_field_unless_it_names_another():
+def test_a_refusal_names_its_kinds_field_unless_it_names_another() -> None:
     assert UploadRejected("no name", code="invalid_filename").param == "file"
     assert UploadRejected("who?", code="x", param="data_source").param == "data_source"
     assert DomainRejected("no", code="x").param is None

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -39,7 +40,7 @@ def _answers(data_dir: Path) -> bool:
         return False
 
 
-def _until(check, timeout: float) -> bool:
+def _until(check: Callable[[], bool], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -48,7 +49,7 @@ def _until(check, timeout: float) -> bool:
     return False
 
 
-def test_a_killed_server_is_started_again_and_stopped_on_sigterm(tmp_path):
+def test_a_killed_server_is_started_again_and_stopped_on_sigterm(tmp_path: Path) -> None:
     data_dir = tmp_path / "pgdata"
     log = (tmp_path / "supervisor.log").open("w")
     supervisor = subprocess.Popen(

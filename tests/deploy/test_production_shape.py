@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
@@ -44,7 +45,7 @@ def redis_url() -> str:
 
 
 @pytest.fixture
-def stack(redis_url, django_db_setup):
+def stack(redis_url: str, django_db_setup: None) -> Iterator[str]:
     """The app role granted on the test database; a worker and gunicorn as that role."""
     call_command("database_app_role", role=ROLE)
     call_command("collectstatic", interactive=False, verbosity=0)  # as make run does
@@ -128,7 +129,9 @@ def _ingest_and_ask(base: str, key: str) -> dict:
     return {"file": status_url, "markdown": markdown}
 
 
-def test_connections_stay_bounded_over_1000_requests_as_a_role_that_owns_nothing(stack):
+def test_connections_stay_bounded_over_1000_requests_as_a_role_that_owns_nothing(
+    stack: str,
+) -> None:
     base = stack
     org = factories.organization("Load Org")
     factories.data_source(org, "Handbook")
@@ -206,26 +209,28 @@ def _as_role(statement: str) -> str:
         "CREATE TABLE intruder (id int)",
     ],
 )
-def test_the_app_role_cannot_erase_or_rewrite_evidence(statement, django_db_setup):
+def test_the_app_role_cannot_erase_or_rewrite_evidence(
+    statement: str, django_db_setup: None
+) -> None:
     call_command("database_app_role", role=ROLE)
     message = _as_role(statement)
     assert "permission denied" in message or "must be owner" in message, message
 
 
-def test_gunicorn_answers_its_own_errors_in_the_json_shape(stack):
+def test_gunicorn_answers_its_own_errors_in_the_json_shape(stack: str) -> None:
     response = requests.get(f"{stack}/v1/flow/files/{'a' * 9000}", timeout=30)
     assert response.status_code == 414
     assert response.headers["Content-Type"] == "application/json"
     assert response.json()["error"]["code"] == "uri_too_long"
 
 
-def test_health_check_answers_while_the_database_does(stack):
+def test_health_check_answers_while_the_database_does(stack: str) -> None:
     response = requests.get(f"{stack}/healthz", timeout=30)
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": "ok"}
     assert requests.post(f"{stack}/healthz", timeout=30).status_code == 405
 
 
-def test_static_files_are_served_with_debug_off(stack):
+def test_static_files_are_served_with_debug_off(stack: str) -> None:
     response = requests.get(f"{stack}/static/admin/css/base.css", timeout=30)
     assert response.status_code == 200 and "body" in response.text

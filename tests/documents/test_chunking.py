@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from documents.chunking import chunk_markdown
@@ -15,7 +17,7 @@ from tests.support.invariants import headings_in_force
 TARGET, OVERLAP = 120, 24
 
 
-def _documents(corpus) -> list[tuple[str, str]]:
+def _documents(corpus: Path) -> list[tuple[str, str]]:
     paths = (
         nonempty(sorted((corpus / "docling/md").glob("*.md")), "docling Markdown files")
         + nonempty(
@@ -31,7 +33,7 @@ def _documents(corpus) -> list[tuple[str, str]]:
     return docs
 
 
-def test_every_chunk_is_an_exact_slice_with_the_right_lines_and_headings(corpus):
+def test_every_chunk_is_an_exact_slice_with_the_right_lines_and_headings(corpus: Path) -> None:
     for name, markdown in _documents(corpus):
         structure = MarkdownStructure(markdown)
         locator = Locator(structure, line_pages=[])
@@ -48,7 +50,7 @@ def test_every_chunk_is_an_exact_slice_with_the_right_lines_and_headings(corpus)
                 assert location.hierarchy == headings_in_force(markdown, location.char_end - 1)
 
 
-def test_chunks_respect_the_budget_and_cover_the_whole_body(corpus):
+def test_chunks_respect_the_budget_and_cover_the_whole_body(corpus: Path) -> None:
     for name, markdown in _documents(corpus):
         structure = MarkdownStructure(markdown)
         spans = chunk_markdown(structure, target=TARGET, overlap=OVERLAP)
@@ -61,7 +63,7 @@ def test_chunks_respect_the_budget_and_cover_the_whole_body(corpus):
         assert missing.strip() == "", f"{name}: text left out of every chunk: {missing[:80]!r}"
 
 
-def test_consecutive_chunks_of_a_section_overlap_within_the_budget(corpus):
+def test_consecutive_chunks_of_a_section_overlap_within_the_budget(corpus: Path) -> None:
     markdown = squad.article_markdown(squad.load(corpus)[1]).replace("## Paragraph", "Paragraph")
     structure = MarkdownStructure(markdown)
     spans = chunk_markdown(structure, target=TARGET, overlap=OVERLAP)
@@ -75,7 +77,7 @@ def test_consecutive_chunks_of_a_section_overlap_within_the_budget(corpus):
     assert overlaps > 0
 
 
-def test_a_chunk_straddles_sections_only_when_the_earlier_one_is_tiny(corpus):
+def test_a_chunk_straddles_sections_only_when_the_earlier_one_is_tiny(corpus: Path) -> None:
     for name, markdown in _documents(corpus):
         structure = MarkdownStructure(markdown)
         starts = [h.char_start for h in structure.headings]
@@ -88,7 +90,7 @@ def test_a_chunk_straddles_sections_only_when_the_earlier_one_is_tiny(corpus):
                 previous = heading_start
 
 
-def test_tables_are_cut_between_rows_only(corpus):
+def test_tables_are_cut_between_rows_only(corpus: Path) -> None:
     rows = "\n".join(
         f"| {i} | {p['context'][:90].replace('|', ' ')} |"
         for i, p in enumerate(squad.load(corpus)[2]["paragraphs"][:40])
@@ -106,7 +108,7 @@ def test_tables_are_cut_between_rows_only(corpus):
 
 
 @pytest.mark.parametrize("body_start", [0, 23])
-def test_front_matter_is_never_a_heading_or_chunk(body_start):
+def test_front_matter_is_never_a_heading_or_chunk(body_start: int) -> None:
     markdown = "---\ntitle: Handbook\n---\n# Leave\n\nTwenty days.\n"
     structure = MarkdownStructure(markdown, body_start=23)
     assert [h.text for h in structure.headings] == ["Leave"]
@@ -116,7 +118,7 @@ def test_front_matter_is_never_a_heading_or_chunk(body_start):
     del body_start
 
 
-def test_pages_split_a_chunk_into_one_location_per_page():
+def test_pages_split_a_chunk_into_one_location_per_page() -> None:
     markdown = "# A\n\nline on page one\nline on page two\nmore on two\n"
     structure = MarkdownStructure(markdown)
     locator = Locator(structure, line_pages=[1, 1, 1, 2, 2, 2])
@@ -131,7 +133,7 @@ def test_pages_split_a_chunk_into_one_location_per_page():
     assert second.hierarchy == ["A"]
 
 
-def test_a_chunk_taking_in_a_tiny_section_has_a_location_per_section():
+def test_a_chunk_taking_in_a_tiny_section_has_a_location_per_section() -> None:
     """A title with one short line rides along with the next section: the chunk's
     heading path is the title's (where it starts), the second location's is the
     subsection's, so a sentence quoted from it names its own section."""
@@ -146,7 +148,7 @@ def test_a_chunk_taking_in_a_tiny_section_has_a_location_per_section():
     assert (first.page_number, second.page_number) == (None, None)
 
 
-def test_a_long_arabic_paragraph_is_cut_after_its_question_marks():
+def test_a_long_arabic_paragraph_is_cut_after_its_question_marks() -> None:
     """A paragraph over budget is cut between sentences; "؟" ends one too."""
     question = "هل يمكن استخدام مكتبة pandas لتحليل البيانات الكبيرة بكفاءة عالية في العمل؟ "
     markdown = "# أسئلة\n\n" + question * 12 + "\n"
@@ -155,7 +157,7 @@ def test_a_long_arabic_paragraph_is_cut_after_its_question_marks():
     assert all(markdown[s.char_start : s.char_end].endswith("؟") for s in spans)
 
 
-def test_the_token_map_counts_exactly_as_one_whole_text_encoding(corpus):
+def test_the_token_map_counts_exactly_as_one_whole_text_encoding(corpus: Path) -> None:
     """TokenMap tokenizes line by line: every offset must equal the whole text's."""
     from documents.tokens import TokenMap, _tokenizer
 

@@ -23,7 +23,7 @@ def _run(*args: str) -> str:
     return out.getvalue()
 
 
-def test_it_requeues_only_the_files_whose_chunks_have_no_context():
+def test_it_requeues_only_the_files_whose_chunks_have_no_context() -> None:
     source = factories.data_source(factories.organization("Acme"), "Policies")
     old, new = (
         ingest_now(factories.upload(source, name, b"# Retention\n\nInvoices are kept.\n").file)

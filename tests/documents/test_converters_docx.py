@@ -13,6 +13,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from documents.converters import ConversionError
+from documents.converters.base import Conversion
 from documents.converters.docx import DocxConverter
 from documents.markdown_structure import MarkdownStructure
 from tests.support.corpus import CORPUS, corpus_files, nonempty
@@ -28,30 +29,34 @@ DOCX = nonempty(
 )
 
 
-def convert(name: str):
+def convert(name: str) -> Conversion:
     return DocxConverter().convert((CORPUS / name).read_bytes())
 
 
-def line_of(result, text: str) -> int:
+def line_of(result: Conversion, text: str) -> int:
     """Page of the (single) Markdown line containing ``text``."""
     lines = result.markdown.split("\n")
     hits = [i for i, ln in enumerate(lines) if text in ln]
     assert len(hits) == 1, (text, hits)
-    return result.line_pages[hits[0]]
+    page = result.line_pages[hits[0]]
+    assert page is not None, text
+    return page
 
 
 @pytest.mark.parametrize("name", DOCX)
-def test_every_corpus_docx_converts_with_one_page_per_line(name):
+def test_every_corpus_docx_converts_with_one_page_per_line(name: str) -> None:
     result = convert(name)
     assert result.markdown.strip()
     assert len(result.line_pages) == len(result.markdown.split("\n"))
-    assert all(1 <= p <= result.page_count for p in result.line_pages)
+    page_count = result.page_count
+    assert page_count is not None
+    assert all(p is not None and 1 <= p <= page_count for p in result.line_pages)
     for line in result.markdown.split("\n"):
         if line.startswith("#"):
             assert re.fullmatch(r"#{1,6} \S.*", line)
 
 
-def test_markitdown_vectors():
+def test_markitdown_vectors() -> None:
     vectors = json.loads((CORPUS / "markitdown/DERIVED_test_vectors.json").read_text("utf-8"))
     vector = next(v for v in vectors["GENERAL_TEST_VECTORS"] if v["filename"] == "test.docx")
     md = convert("markitdown/test_files/test.docx").markdown
@@ -64,7 +69,7 @@ def test_markitdown_vectors():
     assert "base64" not in md
 
 
-def test_rendered_page_breaks_split_paragraphs_between_pages():
+def test_rendered_page_breaks_split_paragraphs_between_pages() -> None:
     """python-docx features/steps/pagebreak.py: '>>' ends a page, '<<' starts the next."""
     result = convert("python-docx/par-rendered-page-breaks.docx")
     assert result.metadata["page_breaks_from"] == "rendered"
@@ -80,7 +85,7 @@ def test_rendered_page_breaks_split_paragraphs_between_pages():
     assert result.page_count == 6
 
 
-def test_headings_follow_styles():
+def test_headings_follow_styles() -> None:
     md = convert("docling/docx/unit_test_headers.docx").markdown
     lines = md.split("\n")
     assert "# Test Document" in lines  # the Title; Heading n sits one level below it
@@ -88,7 +93,7 @@ def test_headings_follow_styles():
     assert "#### Section 1.2.3" in lines
 
 
-def test_tables_and_block_order():
+def test_tables_and_block_order() -> None:
     md = convert("docling/docx/word_tables.docx").markdown
     assert "| Header 0.0 | Header 0.1 | Header 0.2 |" in md
     assert "| Cell 1.0 | Cell 1.1 | Cell 1.2 |" in md
@@ -106,13 +111,13 @@ def test_tables_and_block_order():
     assert kinds == ["table", "para", "table", "para", "table"]
 
 
-def test_lists_are_markdown_list_items():
+def test_lists_are_markdown_list_items() -> None:
     md = convert("docling/docx/textbox.docx").markdown
     assert any(ln.startswith("- ") for ln in md.split("\n"))
     assert "Student falls ill" in md  # text-box content is included
 
 
-def test_comments_are_marked_in_their_own_section_not_in_the_body():
+def test_comments_are_marked_in_their_own_section_not_in_the_body() -> None:
     """The MANIFEST's comment strings are in the Markdown, but only under ``# Comments``."""
     md = convert("markitdown/test_files/test_with_comment.docx").markdown
     body, comments = md.split("\n# Comments\n")
@@ -132,7 +137,7 @@ def test_comments_are_marked_in_their_own_section_not_in_the_body():
     ) in comments.split("\n")
 
 
-def test_ground_truth_recall():
+def test_ground_truth_recall() -> None:
     pairs = [
         (f"docling/docx/{p.name[:-3]}", p)
         for p in (CORPUS / "docling/docx/groundtruth").glob("*.md")
@@ -145,16 +150,16 @@ def test_ground_truth_recall():
     assert sum(scores.values()) / len(scores) >= 0.995
 
 
-def test_strict_ooxml_converts():
+def test_strict_ooxml_converts() -> None:
     assert "Some text" in convert("docling/docx/Strict.docx").markdown
 
 
-def test_external_entity_docx_is_refused_without_fetching():
+def test_external_entity_docx_is_refused_without_fetching() -> None:
     with pytest.raises(ConversionError, match="DTD or XML entities"):
         convert("hostile/poi/ExternalEntityInText.docx")
 
 
-def test_external_image_relationship_is_never_read(tmp_path):
+def test_external_image_relationship_is_never_read(tmp_path: Path) -> None:
     secret = Path("/tmp/test_rlink.txt")
     existed = secret.exists()
     if not existed:
@@ -168,12 +173,12 @@ def test_external_image_relationship_is_never_read(tmp_path):
     assert "Testing Linked Images" in md
 
 
-def test_truncated_docx_is_a_clean_error():
+def test_truncated_docx_is_a_clean_error() -> None:
     with pytest.raises(ConversionError, match="corrupt file"):
         convert("hostile/poi/truncated62886.docx")
 
 
-def test_docx_zip_bomb_is_refused_before_parsing():
+def test_docx_zip_bomb_is_refused_before_parsing() -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("[Content_Types].xml", "<Types/>")
@@ -184,7 +189,7 @@ def test_docx_zip_bomb_is_refused_before_parsing():
         DocxConverter().convert(data)
 
 
-def test_billion_laughs_part_is_refused():
+def test_billion_laughs_part_is_refused() -> None:
     lol = (
         '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
         '<!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>'
@@ -246,7 +251,7 @@ def row(*cells: str, props: str = "") -> str:
     return f"<w:tr><w:trPr>{props}</w:trPr>{''.join(cells)}</w:tr>"
 
 
-def test_merged_cell_copies_are_bounded_per_table():
+def test_merged_cell_copies_are_bounded_per_table() -> None:
     """A 20,000-character cell spanning 63 columns over 2,000 continuation rows would
     be 2.5 GB of copies; the copies stop at the table's budget."""
     from documents.converters.docx import MERGED_COPY_BUDGET
@@ -258,7 +263,7 @@ def test_merged_cell_copies_are_bounded_per_table():
     assert len(markdown) < 1_000_000
 
 
-def test_merges_across_content_controls_and_short_rows():
+def test_merges_across_content_controls_and_short_rows() -> None:
     wrapped = "<w:sdt><w:sdtContent>" + cell(merge="") + "</w:sdtContent></w:sdt>"
     markdown = convert_bytes(
         docx_with_table(
@@ -292,7 +297,7 @@ def _heading_paths(entries: list[tuple[int, str]]) -> dict[str, list[str]]:
         for name in corpus_files("*.itxt", under="docling/docx/groundtruth", recursive=False)
     ],
 )
-def test_heading_paths_match_docling_s_item_tree(name):
+def test_heading_paths_match_docling_s_item_tree(name: str) -> None:
     """docling's ground-truth item tree nests every section header (a Title's too):
     our Markdown headings give each of them the same path, so a citation's section
     names the same chain of headings."""
@@ -315,7 +320,7 @@ def test_heading_paths_match_docling_s_item_tree(name):
     assert {text: ours.get(text) for text in expected} == expected
 
 
-def test_equations_keep_their_layout_as_marks_between_dollars():
+def test_equations_keep_their_layout_as_marks_between_dollars() -> None:
     """markitdown's equations.docx (its test wants ``$m=1$`` and a ``$$`` block):
     the exponent of 10 stays an exponent and a fraction stays a fraction, instead
     of "10-6" (ten minus six) and "mλa"."""
@@ -349,7 +354,7 @@ _MATH = "http://schemas.openxmlformats.org/officeDocument/2006/math"
          "(a+b)/(1/c)"),
     ],
 )  # fmt: skip
-def test_each_equation_structure_has_its_mark(xml, text):
+def test_each_equation_structure_has_its_mark(xml: str, text: str) -> None:
     from lxml import etree
 
     from documents.converters._omml import equation_markdown
@@ -389,7 +394,7 @@ def _item(text: str, num: int | None = None, ilvl: int = 0, style: str = "") -> 
     return f"<w:p><w:pPr>{props}</w:pPr><w:r><w:t>{text}</w:t></w:r></w:p>"
 
 
-def test_list_items_carry_the_numbers_word_shows():
+def test_list_items_carry_the_numbers_word_shows() -> None:
     """Clauses and steps are cited by their numbers: each level's format and text
     from numbering.xml, counted in document order, restarted below a higher level,
     continued by another list of the same definition, restarted by a startOverride;
@@ -449,7 +454,7 @@ def test_list_items_carry_the_numbers_word_shows():
     ]
 
 
-def test_hyperlinks_keep_their_addresses():
+def test_hyperlinks_keep_their_addresses() -> None:
     """python-docx's hyperlink sample (its feature test expects http://yahoo.com/
     for 'awesome hyperlink'): external links become Markdown links; a link whose
     text crosses one of Word's rendered page breaks is one link over the two lines
@@ -473,7 +478,9 @@ def test_hyperlinks_keep_their_addresses():
         ("mailto:audit@example.com", "[click](mailto:audit@example.com)"),
     ],
 )
-def test_only_web_and_mail_links_are_written_and_their_addresses_are_safe(target, expected):
+def test_only_web_and_mail_links_are_written_and_their_addresses_are_safe(
+    target: str, expected: str
+) -> None:
     result = DocxConverter().convert(_linked("<w:r><w:t>click</w:t></w:r>", target))
     assert result.markdown.strip() == expected
 
@@ -531,7 +538,9 @@ BREAK = "<w:r><w:lastRenderedPageBreak/></w:r>"
         ),
     ],
 )
-def test_a_link_across_a_page_break_is_one_link_over_its_lines(runs, target, lines):
+def test_a_link_across_a_page_break_is_one_link_over_its_lines(
+    runs: str, target: str, lines: list[str]
+) -> None:
     before, after = (
         '<w:r><w:t xml:space="preserve">See </w:t></w:r>',
         '<w:r><w:t xml:space="preserve"> here.</w:t></w:r>',
@@ -541,7 +550,7 @@ def test_a_link_across_a_page_break_is_one_link_over_its_lines(runs, target, lin
     assert result.line_pages[: len(lines)] == list(range(1, len(lines) + 1))
 
 
-def test_a_line_break_inside_a_paragraph_starts_a_line_of_its_own():
+def test_a_line_break_inside_a_paragraph_starts_a_line_of_its_own() -> None:
     """docling's textbox sample lists symptoms one per line with ``w:br``: each is
     a Markdown line of the same paragraph (no blank line between), not one run-on line."""
     lines = convert("docling/docx/textbox.docx").markdown.split("\n")
@@ -559,7 +568,7 @@ def test_a_line_break_inside_a_paragraph_starts_a_line_of_its_own():
     assert result.line_pages[:4] == [1, 1, 1, 2]
 
 
-def test_a_picture_s_description_is_an_image_markdown_reads():
+def test_a_picture_s_description_is_an_image_markdown_reads() -> None:
     """markitdown's test.docx names its picture "图片 1": a destination with a space
     would leave the line as text, so the name keeps its word characters only."""
     markdown = convert("markitdown/test_files/test.docx").markdown
@@ -574,7 +583,7 @@ def test_a_picture_s_description_is_an_image_markdown_reads():
 
 
 @pytest.mark.parametrize("opener", ["```", "~~~", "<!-- draft", "<div>"])
-def test_a_line_that_would_open_a_code_fence_or_html_block_is_text(opener):
+def test_a_line_that_would_open_a_code_fence_or_html_block_is_text(opener: str) -> None:
     """After a line break, a line starting with a fence or an HTML opener would make
     Markdown swallow the document after it, headings too (each chunk's section)."""
     styles = '<w:style w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>'

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from documents.converters import ConversionError
+from documents.converters.base import Conversion
 from documents.converters.docx import DocxConverter
 from tests.support.corpus import CORPUS
 
@@ -69,11 +71,11 @@ def notes(kind: str, bodies: dict[str, str]) -> str:
     return f'<w:{kind}s xmlns:w="{WORD}">{separators}{entries}</w:{kind}s>'
 
 
-def lines_with_pages(result) -> list[tuple[str, int]]:
+def lines_with_pages(result: Conversion) -> list[tuple[str, int | None]]:
     return list(zip(result.markdown.split("\n"), result.line_pages, strict=False))
 
 
-def test_footnotes_and_endnotes_are_numbered_in_reading_order_on_their_reference_page():
+def test_footnotes_and_endnotes_are_numbered_in_reading_order_on_their_reference_page() -> None:
     body = (
         para(text("Retention is set by the policy."))
         + para(
@@ -122,7 +124,7 @@ def comments(entries: list[tuple[str, str, str, str]]) -> str:
     return f'<w:comments xmlns:w="{WORD}" xmlns:w14="{W14}">{body}</w:comments>'
 
 
-def test_a_comment_quotes_its_anchor_spans_paragraphs_and_keeps_replies_under_it():
+def test_a_comment_quotes_its_anchor_spans_paragraphs_and_keeps_replies_under_it() -> None:
     body = (
         para(text("Intro on page one."))
         + '<w:commentRangeStart w:id="1"/>'
@@ -166,7 +168,7 @@ def test_a_comment_quotes_its_anchor_spans_paragraphs_and_keeps_replies_under_it
     assert result.metadata["comments"] == 2
 
 
-def test_a_long_anchor_is_cut_at_a_word_and_unreferenced_or_missing_notes_are_left_out():
+def test_a_long_anchor_is_cut_at_a_word_and_unreferenced_or_missing_notes_are_left_out() -> None:
     long_text = "word " * 5000
     body = para(
         '<w:commentRangeStart w:id="9"/>',
@@ -190,7 +192,7 @@ def test_a_long_anchor_is_cut_at_a_word_and_unreferenced_or_missing_notes_are_le
     assert len(section) < 200 and "Never referenced" not in section
 
 
-def test_a_notes_relationship_outside_the_package_or_external_is_never_read(tmp_path):
+def test_a_notes_relationship_outside_the_package_or_external_is_never_read(tmp_path: Path) -> None:
     secret = tmp_path / "comments.xml"
     secret.write_text(comments([("1", "X", "01", "outside the package")]))
     body = para(text("Body."), '<w:r><w:commentReference w:id="1"/></w:r>')
@@ -201,7 +203,7 @@ def test_a_notes_relationship_outside_the_package_or_external_is_never_read(tmp_
             assert result.markdown == "Body.\n" and result.metadata["comments"] == 0
 
 
-def test_a_notes_part_that_declares_entities_refuses_the_file():
+def test_a_notes_part_that_declares_entities_refuses_the_file() -> None:
     lol = (
         '<?xml version="1.0"?><!DOCTYPE c [<!ENTITY lol "lol">]>'
         f'<w:comments xmlns:w="{WORD}"><w:comment w:id="1"><w:p>{text("&lol;")}</w:p>'
@@ -213,7 +215,7 @@ def test_a_notes_part_that_declares_entities_refuses_the_file():
         DocxConverter().convert(data)
 
 
-def test_corpus_comments_sit_on_their_anchor_s_page_in_a_section_of_their_own():
+def test_corpus_comments_sit_on_their_anchor_s_page_in_a_section_of_their_own() -> None:
     result = DocxConverter().convert((CORPUS / "docling/docx/docx_comments.docx").read_bytes())
     body_text, section = result.markdown.split("\n# Comments\n")
     assert "reviewer comment" not in body_text

@@ -23,7 +23,7 @@ See the <a href="https://example.com/x">booking tool</a>.</p>
 </body></html>"""
 
 
-def test_structure():
+def test_structure() -> None:
     result = HtmlConverter().convert(PAGE)
     md = result.markdown
     lines = md.split("\n")
@@ -41,7 +41,7 @@ def test_structure():
             assert re.fullmatch(r"#{1,6} \S.*", line)
 
 
-def test_corpus_html_source_text():
+def test_corpus_html_source_text() -> None:
     md = (
         HtmlConverter()
         .convert((CORPUS / "py-pdf-sample-files/015-arabic/habibi.html").read_bytes())
@@ -50,18 +50,18 @@ def test_corpus_html_source_text():
     assert md.strip() == "حَبيبي habibi"
 
 
-def test_markdown_looking_text_is_escaped():
+def test_markdown_looking_text_is_escaped() -> None:
     md = HtmlConverter().convert(b"<p># not a heading</p><p>- not a list</p>").markdown
     assert not re.search(r"^#", md, re.M)
     assert "\\# not a heading" in md
 
 
-def test_empty_page_is_an_error():
+def test_empty_page_is_an_error() -> None:
     with pytest.raises(ConversionError, match="no readable text"):
         HtmlConverter().convert(b"<html><script>x()</script></html>")
 
 
-def test_line_breaks_and_preformatted_text_keep_their_lines():
+def test_line_breaks_and_preformatted_text_keep_their_lines() -> None:
     """A <br> read as a space ran an address into one line, and a <pre> block lost
     its lines and indentation."""
     page = (

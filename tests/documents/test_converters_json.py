@@ -8,11 +8,12 @@ import re
 import pytest
 
 from documents.converters import ConversionError
+from documents.converters.base import Conversion
 from documents.converters.json_ import JsonConverter
 from tests.support.corpus import CORPUS, nonempty
 
 
-def convert(data: bytes):
+def convert(data: bytes) -> Conversion:
     return JsonConverter().convert(data)
 
 
@@ -27,7 +28,7 @@ def heading_paths(markdown: str) -> list[list[str]]:
     return out
 
 
-def test_markitdown_test_json_keys_and_values_surface():
+def test_markitdown_test_json_keys_and_values_surface() -> None:
     result = convert((CORPUS / "markitdown/test_files/test.json").read_bytes())
     vectors = json.loads((CORPUS / "markitdown/DERIVED_test_vectors.json").read_text("utf-8"))
     vector = next(v for v in vectors["GENERAL_TEST_VECTORS"] if v["filename"] == "test.json")
@@ -39,7 +40,7 @@ def test_markitdown_test_json_keys_and_values_surface():
     assert result.line_pages == [] and result.spans == []
 
 
-def test_headings_follow_the_json_path():
+def test_headings_follow_the_json_path() -> None:
     doc = {
         "company": {"name": "ACME", "address": {"city": "Paris", "zip": "75001"}},
         "tags": ["a", "b"],
@@ -51,7 +52,7 @@ def test_headings_follow_the_json_path():
     assert "- **name**: ACME" in md
 
 
-def test_arrays_of_flat_objects_become_tables_and_nested_objects_indexed_headings():
+def test_arrays_of_flat_objects_become_tables_and_nested_objects_indexed_headings() -> None:
     doc = {
         "people": [{"name": "Ann", "age": 31}, {"name": "Bob|Jr", "age": None}],
         "orders": [{"id": 1, "items": [1, 2]}],
@@ -62,7 +63,7 @@ def test_arrays_of_flat_objects_become_tables_and_nested_objects_indexed_heading
     assert ["orders", "orders[0]", "items"] in heading_paths(md)
 
 
-def test_depth_beyond_six_uses_dotted_headings():
+def test_depth_beyond_six_uses_dotted_headings() -> None:
     doc: dict = {"leaf": "deep value"}
     for key in "hgfedcba":
         doc = {key: doc}
@@ -72,7 +73,7 @@ def test_depth_beyond_six_uses_dotted_headings():
     assert "###### f.g.h" in md and "- **leaf**: deep value" in md
 
 
-def test_invalid_json_reports_line_and_column():
+def test_invalid_json_reports_line_and_column() -> None:
     with pytest.raises(
         ConversionError, match=r"^invalid JSON at line 3, column 5: Expecting ',' delimiter$"
     ):
@@ -81,6 +82,6 @@ def test_invalid_json_reports_line_and_column():
         convert((CORPUS / "hostile/qpdf/truncated.json").read_bytes())
 
 
-def test_pathological_depth_is_a_conversion_error():
+def test_pathological_depth_is_a_conversion_error() -> None:
     with pytest.raises(ConversionError, match="too deep"):
         convert(b"[" * 100_000 + b"]" * 100_000)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 
 import pymupdf
 import pytest
 
 from documents.converters import ConversionError
 from documents.converters._hyphenation import LineEndHyphens
+from documents.converters.base import Conversion
 from documents.converters.pdf import PdfConverter
 from documents.converters.pdf.extract import TEXT_FLAGS
 from documents.converters.sandbox import convert_isolated
@@ -31,7 +33,7 @@ SCAN = "markitdown/test_files/MEDRPT-2024-PAT-3847_medical_report_scan.pdf"
 HOSTILE = corpus_files("*.pdf", under="hostile")
 
 
-def convert(name: str):
+def convert(name: str) -> Conversion:
     return PdfConverter().convert((CORPUS / name).read_bytes())
 
 
@@ -39,12 +41,12 @@ def headings(markdown: str) -> list[tuple[int, str]]:
     return [(len(m.group(1)), m.group(2)) for m in re.finditer(r"^(#{1,6}) (.+)$", markdown, re.M)]
 
 
-def test_corpus_lists_pdfs():
+def test_corpus_lists_pdfs() -> None:
     assert len(PDFS) >= 20 and SCAN in PDFS
 
 
 @pytest.mark.parametrize("name", PDFS)
-def test_every_corpus_pdf_converts_with_a_consistent_location_map(name):
+def test_every_corpus_pdf_converts_with_a_consistent_location_map(name: str) -> None:
     if name == SCAN:
         with pytest.raises(ConversionError, match="no text layer"):
             convert(name)
@@ -53,12 +55,13 @@ def test_every_corpus_pdf_converts_with_a_consistent_location_map(name):
     md = result.markdown
     assert md.strip()
     assert len(result.line_pages) == len(md.split("\n"))
-    assert result.page_count and all(1 <= p <= result.page_count for p in result.line_pages)
+    page_count = result.page_count
+    assert page_count and all(p is not None and 1 <= p <= page_count for p in result.line_pages)
     assert result.spans
     for span in result.spans:
         assert 0 <= span.char_start < span.char_end <= len(md)
         assert md[span.char_start : span.char_end].strip()
-        assert 1 <= span.page_number <= result.page_count
+        assert 1 <= span.page_number <= page_count
         # the span's line is attributed to the span's page
         line = md.count("\n", 0, span.char_start)
         assert result.line_pages[line] == span.page_number
@@ -81,7 +84,7 @@ def _norm(text: str) -> str:
         "markitdown/test_files/movie-theater-booking-2024.pdf",
     ],
 )
-def test_span_words_are_inside_their_boxes_on_their_page(name):
+def test_span_words_are_inside_their_boxes_on_their_page(name: str) -> None:
     """Invariant 2, checked independently with PyMuPDF's own word extraction."""
     result = convert(name)
     doc = pymupdf.open(CORPUS / name)
@@ -96,7 +99,7 @@ def test_span_words_are_inside_their_boxes_on_their_page(name):
     assert checked > 50
 
 
-def test_ground_truth_recall():
+def test_ground_truth_recall() -> None:
     """Word recall of docling / markitdown expected Markdown (floors measured, not guessed)."""
     pairs = [
         (f"docling/pdf/{p.stem}.pdf", p) for p in (CORPUS / "docling/pdf/groundtruth").glob("*.md")
@@ -118,7 +121,7 @@ def test_ground_truth_recall():
     assert scores["docling/pdf/right_to_left_01.pdf"] >= 0.92
 
 
-def test_arabic_lam_alef_ligatures_keep_their_letters_in_logical_order():
+def test_arabic_lam_alef_ligatures_keep_their_letters_in_logical_order() -> None:
     """MuPDF reads the ligature's alef before its lam in right-to-left text ("اإل");
     the page shows lam then alef, as every word starting with the article "ال" has it."""
     name = "docling/pdf/right_to_left_01.pdf"
@@ -127,13 +130,14 @@ def test_arabic_lam_alef_ligatures_keep_their_letters_in_logical_order():
         assert word in markdown, word
     for broken in ("اإلنتاجية", "المشكالت", "خالل", "األدوات"):
         assert broken not in markdown, broken
-    raw = "".join(page.get_text("text", flags=TEXT_FLAGS) for page in pymupdf.open(CORPUS / name))
+    pages = pymupdf.open(CORPUS / name).pages()
+    raw = "".join(page.get_text("text", flags=TEXT_FLAGS) for page in pages)
     assert "اإلنتاجية" in raw  # what MuPDF itself gives: the fix is ours
     assert "أيضًا" in markdown and "أيضاً" not in markdown  # a vowel sign stays where it is
     assert "إلى" in markdown  # a real alef-lam (not a ligature) is left alone
 
 
-def test_wrapped_lines_of_arabic_are_one_paragraph():
+def test_wrapped_lines_of_arabic_are_one_paragraph() -> None:
     """MuPDF gives each wrapped line of the Arabic page a block of its own; its four
     paragraphs (docling's ground truth has four) are one Markdown line each, cut
     where the page leaves a blank line, not at every wrapped line."""
@@ -151,7 +155,7 @@ def test_wrapped_lines_of_arabic_are_one_paragraph():
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 
-def test_short_lines_of_hebrew_each_a_block_stay_apart():
+def test_short_lines_of_hebrew_each_a_block_stay_apart() -> None:
     """An address set line by line (MuPDF gives each a block) is no wrapped
     paragraph: the lines stop far short of the column's left end."""
     document = pymupdf.open()
@@ -168,13 +172,13 @@ def test_short_lines_of_hebrew_each_a_block_stay_apart():
     assert "כתובת המשרד" in markdown and "רחוב הרצל" in markdown
 
 
-def test_zero_width_arabic_glyphs_other_than_lam_alef_keep_their_order():
+def test_zero_width_arabic_glyphs_other_than_lam_alef_keep_their_order() -> None:
     """One glyph carrying a whole word gives zero-width letters after the first one."""
     markdown = convert("py-pdf-sample-files/015-arabic/habibi-rotated.pdf").markdown
     assert markdown.count("حَبيبي") == 8
 
 
-def test_markitdown_strings():
+def test_markitdown_strings() -> None:
     vectors = json.loads((CORPUS / "markitdown/DERIVED_test_vectors.json").read_text("utf-8"))
     vector = next(v for v in vectors["GENERAL_TEST_VECTORS"] if v["filename"] == "test.pdf")
     md = convert("markitdown/test_files/test.pdf").markdown
@@ -216,14 +220,14 @@ def test_markitdown_strings():
             assert s in md, (name, s)
 
 
-def test_masterformat_partial_numbers_stay_with_their_text():
+def test_masterformat_partial_numbers_stay_with_their_text() -> None:
     md = convert("markitdown/test_files/masterformat_partial_numbering.pdf").markdown
     lines = [ln.strip() for ln in md.split("\n")]
     assert not any(re.fullmatch(r"[-*]?\s*\.\d+", ln) for ln in lines)
     assert any(".1 The intent of this Request for Proposal" in ln for ln in lines)
 
 
-def test_multicolumn_reading_order_reads_column_one_before_column_two():
+def test_multicolumn_reading_order_reads_column_one_before_column_two() -> None:
     result = convert("py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf")
     md = result.markdown
     # \lipsum[1] opens column 1 of page 1; \lipsum[4] ("Quisque ullamcorper") starts column 2
@@ -239,7 +243,7 @@ def test_multicolumn_reading_order_reads_column_one_before_column_two():
     assert headings(md)[0] == (1, "Two-Column Document with Lorem Ipsum")
 
 
-def test_outline_headings_become_markdown_headings():
+def test_outline_headings_become_markdown_headings() -> None:
     result = convert("py-pdf-sample-files/006-pdflatex-outline/pdflatex-outline.pdf")
     found = headings(result.markdown)
     assert [t for _lvl, t in found] == [
@@ -260,7 +264,7 @@ def test_outline_headings_become_markdown_headings():
     assert (1, "PART II - OBLIGATIONS") in bookmarks and (3, "3.1 Payment Schedule") in bookmarks
 
 
-def test_mistitled_outline_is_not_trusted():
+def test_mistitled_outline_is_not_trusted() -> None:
     result = convert("py-pdf-sample-files/014-outlines/mistitled_outlines_example.pdf")
     titles = [t for _lvl, t in headings(result.markdown)]
     assert result.metadata["headings_from"] == "font"
@@ -268,7 +272,7 @@ def test_mistitled_outline_is_not_trusted():
     assert "1 Foo" in titles  # the real on-page headings still are headings
 
 
-def test_page_numbers_are_kept_out_of_the_body():
+def test_page_numbers_are_kept_out_of_the_body() -> None:
     for name in (
         "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf",
         "py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf",
@@ -277,6 +281,7 @@ def test_page_numbers_are_kept_out_of_the_body():
         assert not [
             ln for ln in result.markdown.split("\n") if re.fullmatch(r"\d{1,3}", ln.strip())
         ]
+        assert result.page_count is not None
         assert result.metadata["header_footer_lines_dropped"] >= result.page_count - 1
     md = convert("docling/pdf/bookmark_sample.pdf").markdown
     assert "Sample Agreement — page" not in md  # running header repeated on every page
@@ -285,7 +290,7 @@ def test_page_numbers_are_kept_out_of_the_body():
     )  # one per outline entry
 
 
-def test_page_n_of_m_near_the_top_or_foot_is_no_body_text():
+def test_page_n_of_m_near_the_top_or_foot_is_no_body_text() -> None:
     """A one-page booking order prints "Page 1 of 1" under its print date, and a
     specification's header "Ken Sargent House   Page 1 of 8": both are page numbers
     (one page gives no repetition to find them by); the same words mid-page stay."""
@@ -302,7 +307,7 @@ def test_page_n_of_m_near_the_top_or_foot_is_no_body_text():
     assert "\nPage 2 of 8\n" in PdfConverter().convert(_pdf(draw)).markdown
 
 
-def test_numbers_in_a_margin_block_of_text_stay():
+def test_numbers_in_a_margin_block_of_text_stay() -> None:
     """Only a block of footer text in the margin loses its page number: a caption
     over a row of years at the top of a page keeps its years; words that read as
     Roman numerals ("Civil") are no page numbers there."""
@@ -318,7 +323,7 @@ def test_numbers_in_a_margin_block_of_text_stay():
     assert "2019 2020" in markdown and "Civil" in markdown
 
 
-def test_a_title_beside_small_print_on_its_row_is_a_heading():
+def test_a_title_beside_small_print_on_its_row_is_a_heading() -> None:
     """The booking order sets "BOOKING ORDER" (16 pt bold) and its print date (8 pt)
     far apart on one row, in one MuPDF block: the title heads the document and its
     sections sit under it; the print date is a line of its own."""
@@ -327,7 +332,7 @@ def test_a_title_beside_small_print_on_its_row_is_a_heading():
     assert "\nPrint Date 12/15/2024 14:30:22\n" in markdown
 
 
-def test_facing_page_numbers_in_a_footer_are_no_body_text():
+def test_facing_page_numbers_in_a_footer_are_no_body_text() -> None:
     """The legal-aid annex prints two pages on one sheet: MuPDF reads their numbers
     "208" and "209" as one line of the footer's block."""
     markdown = convert("docling/pdf/table_mislabeled_as_picture.pdf").markdown
@@ -335,16 +340,17 @@ def test_facing_page_numbers_in_a_footer_are_no_body_text():
     assert "\nGlobal Study on Legal Aid — Global Report Annex" in markdown
 
 
-def test_paragraph_page_attribution():
+def test_paragraph_page_attribution() -> None:
     result = convert("py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf")
-    pages = sorted({p for p in result.line_pages})
+    assert None not in result.line_pages
+    pages = sorted({p for p in result.line_pages if p is not None})
     assert pages == [1, 2, 3, 4]
     lines = result.markdown.split("\n")
     assert lines[0].startswith("Hello, here is some text without a meaning")
     assert result.line_pages[0] == 1
 
 
-def test_a_paragraph_cut_by_a_page_break_goes_on_on_the_next_line():
+def test_a_paragraph_cut_by_a_page_break_goes_on_on_the_next_line() -> None:
     """One blind-text paragraph runs over all four pages: it stays one Markdown
     paragraph (no blank line between its pages' lines), each line on its own page."""
     result = convert("py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf")
@@ -356,7 +362,7 @@ def test_a_paragraph_cut_by_a_page_break_goes_on_on_the_next_line():
     assert lines[4] == ""
 
 
-def test_a_paragraph_cut_by_a_column_or_page_break_is_one_paragraph():
+def test_a_paragraph_cut_by_a_column_or_page_break_is_one_paragraph() -> None:
     md = convert("py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf").markdown
     lines = md.split("\n")
     # column 1's foot to column 2's head, same page: one line, as the words read
@@ -369,7 +375,7 @@ def test_a_paragraph_cut_by_a_column_or_page_break_is_one_paragraph():
     assert "Pellentesque cursus luctus mauris.\n\nNulla malesuada porttitor diam." in md
 
 
-def test_run_in_items_with_a_hanging_indent_are_paragraphs_of_their_own():
+def test_run_in_items_with_a_hanging_indent_are_paragraphs_of_their_own() -> None:
     """The AutoGen paper numbers its points "1 Title." with the text indented under
     the title; the second point starts back at the edge after the first's last line."""
     lines = convert("markitdown/test_files/test.pdf").markdown.split("\n")
@@ -390,7 +396,7 @@ def _set_lines(rows: list[tuple[float, str]]) -> list[str]:
     return PdfConverter().convert(_pdf(draw)).markdown.strip("\n").split("\n")
 
 
-def test_a_line_back_at_the_edge_ends_a_hanging_indent_but_not_a_first_line_indent():
+def test_a_line_back_at_the_edge_ends_a_hanging_indent_but_not_a_first_line_indent() -> None:
     full = BODY[:83]  # "... as they": a full line
     # the first item's last line stops 10 % short of the edge, as in the paper
     last = full[:70]
@@ -407,7 +413,7 @@ def test_a_line_back_at_the_edge_ends_a_hanging_indent_but_not_a_first_line_inde
 CUT = "and the signed records of each party to this agreement shall stay in the keeping of the"
 
 
-def test_lines_set_a_sentence_each_stay_apart():
+def test_lines_set_a_sentence_each_stay_apart() -> None:
     """The Google Doc sample sets the Zen of Python a maxim per line, ragged right:
     a maxim that nearly reaches the edge is no wrapped line of the next one."""
     lines = convert(
@@ -443,7 +449,7 @@ def _two_pages(first_end: str, second_start: str) -> bytes:
     return document.tobytes()
 
 
-def test_a_footnote_at_a_page_s_foot_is_not_joined_to_the_next_page():
+def test_a_footnote_at_a_page_s_foot_is_not_joined_to_the_next_page() -> None:
     """A one-line footnote in small type, without a full stop, ends its page's text:
     the lowercase start of the next page continues the body, not the footnote."""
     document = pymupdf.open()
@@ -469,7 +475,7 @@ def test_a_footnote_at_a_page_s_foot_is_not_joined_to_the_next_page():
 )
 def test_only_a_paragraph_cut_mid_sentence_goes_on_across_a_page(
     first_end: str, second_start: str, joined: bool
-):
+) -> None:
     result = PdfConverter().convert(_two_pages(first_end, second_start))
     lines = result.markdown.split("\n")
     last_of_page_1 = max(i for i, page in enumerate(result.line_pages) if page == 1 and lines[i])
@@ -481,12 +487,12 @@ def test_only_a_paragraph_cut_mid_sentence_goes_on_across_a_page(
         assert result.line_pages[last_of_page_1 + 1] == 2
 
 
-def test_dehyphenation_joins_words():
+def test_dehyphenation_joins_words() -> None:
     md = convert("markitdown/test_files/test.pdf").markdown
     assert "leverage LLMs" in md and "lever-" not in md
 
 
-def test_encrypted_scan_and_not_a_pdf():
+def test_encrypted_scan_and_not_a_pdf() -> None:
     with pytest.raises(ConversionError, match="encrypted"):
         convert("hostile/py-pdf/libreoffice-writer-password.pdf")
     with pytest.raises(
@@ -500,7 +506,7 @@ def test_encrypted_scan_and_not_a_pdf():
         PdfConverter().convert(b"")
 
 
-def test_invisible_text_without_an_image_is_dropped():
+def test_invisible_text_without_an_image_is_dropped() -> None:
     """Render-mode-3 text over nothing is a hidden layer (prompt-injection vector), not content."""
     result = convert("hostile/docling/invisible_text_layer.pdf")
     assert "Visible heading line" in result.markdown
@@ -508,7 +514,7 @@ def test_invisible_text_without_an_image_is_dropped():
     assert result.metadata["hidden_text_lines_dropped"] == 1
 
 
-def test_recoverable_damaged_pdfs_keep_their_text():
+def test_recoverable_damaged_pdfs_keep_their_text() -> None:
     assert "Hello World" in convert("hostile/pymupdf/test2238.pdf").markdown
     circular = convert("hostile/pymupdf/circular-toc.pdf")
     assert "Page1" in circular.markdown and "Page2" in circular.markdown
@@ -516,7 +522,7 @@ def test_recoverable_damaged_pdfs_keep_their_text():
 
 
 @pytest.mark.parametrize("name", HOSTILE)
-def test_hostile_pdfs_fail_cleanly_in_the_sandbox(name):
+def test_hostile_pdfs_fail_cleanly_in_the_sandbox(name: str) -> None:
     try:
         result = convert_isolated((CORPUS / name).read_bytes(), "pdf", timeout_s=60)
     except ConversionError as exc:
@@ -528,7 +534,7 @@ def test_hostile_pdfs_fail_cleanly_in_the_sandbox(name):
 LEGAL_AID = "docling/pdf/table_mislabeled_as_picture.pdf"
 
 
-def test_pictograph_checkboxes_are_list_markers_and_control_characters_are_dropped():
+def test_pictograph_checkboxes_are_list_markers_and_control_characters_are_dropped() -> None:
     """The survey's checkboxes are Wingdings glyphs MuPDF maps to U+FFFD, drawn beside a
     DingbatsTwo glyph mapped to the control character U+0084: each pair is one marker."""
     md = convert(LEGAL_AID).markdown
@@ -545,7 +551,7 @@ def test_pictograph_checkboxes_are_list_markers_and_control_characters_are_dropp
     assert sum(item.startswith(("Yes, at", "No")) for item in items) >= 8
 
 
-def test_a_bold_paragraph_s_short_last_line_is_not_a_heading():
+def test_a_bold_paragraph_s_short_last_line_is_not_a_heading() -> None:
     md = convert(LEGAL_AID).markdown
     assert (
         "23. If your country has an institutional legal aid provider (e.g. public defender), "
@@ -600,7 +606,7 @@ def _to_unicode(pairs: bytes) -> bytes:
 HELVETICA = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
 
 
-def test_pictograph_markers_lead_list_items_and_marks_that_mean_something_stay():
+def test_pictograph_markers_lead_list_items_and_marks_that_mean_something_stay() -> None:
     def row(y: int, font: bytes, glyph: bytes, text: bytes) -> bytes:
         return b"BT /%s 10 Tf 72 %d Td (%s) Tj ET BT /F1 10 Tf 90 %d Td (%s) Tj ET " % (
             font, y, glyph, y, text,
@@ -641,7 +647,7 @@ def test_pictograph_markers_lead_list_items_and_marks_that_mean_something_stay()
     assert marker and marker[0].x0 < 80  # the marker keeps the glyph's box at x 72
 
 
-def test_control_characters_become_spaces_not_glue():
+def test_control_characters_become_spaces_not_glue() -> None:
     """A font whose codes map to C0/C1 controls (a dash, an apostrophe, an ellipsis)."""
     content = (
         b"BT /F1 11 Tf 72 760 Td 14 TL (Opening hours 9\x9617 daily, years 1990\x972000.) Tj "
@@ -658,7 +664,7 @@ def test_control_characters_become_spaces_not_glue():
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", markdown)
 
 
-def _pdf(draw) -> bytes:
+def _pdf(draw: Callable[[pymupdf.Page], object]) -> bytes:
     document = pymupdf.open()
     page = document.new_page(width=595, height=842)
     draw(page)
@@ -679,7 +685,7 @@ def _body_lines(page: pymupdf.Page, y: float, rows: int) -> float:
     return y
 
 
-def test_bold_headings_still_found_and_bold_paragraphs_not():
+def test_bold_headings_still_found_and_bold_paragraphs_not() -> None:
     def draw(page: pymupdf.Page) -> None:
         y = 80
         page.insert_text((72, y), "Scope and Terms of the", fontname="hebo", fontsize=10)
@@ -708,7 +714,7 @@ def test_bold_headings_still_found_and_bold_paragraphs_not():
     )
 
 
-def test_a_listing_in_a_fixed_width_font_is_fenced_line_by_line():
+def test_a_listing_in_a_fixed_width_font_is_fenced_line_by_line() -> None:
     result = convert("docling/pdf/code_and_formula.pdf")
     listing = "```\nfunction add(a, b) {\n    return a + b;\n}\nconsole.log(add(3, 5));\n```"
     assert listing in result.markdown
@@ -716,7 +722,7 @@ def test_a_listing_in_a_fixed_width_font_is_fenced_line_by_line():
     assert "Listing 1: Simple JavaScript Program" in result.markdown.split("\n")
 
 
-def test_a_comment_in_a_listing_is_no_heading():
+def test_a_comment_in_a_listing_is_no_heading() -> None:
     """``# ...`` inside the fence is code: the sections around it keep their path."""
 
     def draw(page: pymupdf.Page) -> None:
@@ -734,7 +740,7 @@ def test_a_comment_in_a_listing_is_no_heading():
     assert structure.hierarchy_at(len(md) - 2) == ["Deployment"]
 
 
-def test_a_listing_cut_into_blocks_stays_one_fence_with_its_indents_and_blank_lines():
+def test_a_listing_cut_into_blocks_stays_one_fence_with_its_indents_and_blank_lines() -> None:
     """MuPDF starts a new block at an indent or a gap: the listing is still one."""
     advance = pymupdf.get_text_length("x", fontname="cour", fontsize=9)
     listing = [(0, "class A:"), (4, "def f(self, x):"), (8, "y = x    # aligned"),
@@ -754,7 +760,7 @@ def test_a_listing_cut_into_blocks_stays_one_fence_with_its_indents_and_blank_li
     assert md.count("```") == 2
 
 
-def test_a_lone_fixed_width_line_in_prose_is_no_listing():
+def test_a_lone_fixed_width_line_in_prose_is_no_listing() -> None:
     """A URL or a file name set in Courier between prose lines stays in its paragraph."""
 
     def draw(page: pymupdf.Page) -> None:
@@ -770,7 +776,7 @@ def test_a_lone_fixed_width_line_in_prose_is_no_listing():
     assert "https://example.org/data" in result.markdown
 
 
-def test_fixed_width_fonts_are_told_from_proportional_ones():
+def test_fixed_width_fonts_are_told_from_proportional_ones() -> None:
     from documents.converters.pdf.extract import MONO_FONT
 
     for name in ("Courier-Bold", "CMTT10", "LMMono10-Regular", "SourceCodePro", "Consolas"):
@@ -779,12 +785,12 @@ def test_fixed_width_fonts_are_told_from_proportional_ones():
         assert not MONO_FONT.search(name), name
 
 
-def test_a_document_set_wholly_in_courier_is_prose_not_code():
+def test_a_document_set_wholly_in_courier_is_prose_not_code() -> None:
     result = convert("markitdown/test_files/RECEIPT-2024-TXN-98765_retail_purchase.pdf")
     assert "```" not in result.markdown and result.metadata["code_listings"] == 0
 
 
-def test_line_end_hyphen_of_a_compound_is_kept():
+def test_line_end_hyphen_of_a_compound_is_kept() -> None:
     """test.pdf breaks "chat-optimized" and "conversation-centric" at their own hyphens;
     joining them made words nobody wrote, while "lever-/age" is still one word."""
     md = convert("markitdown/test_files/test.pdf").markdown
@@ -793,7 +799,7 @@ def test_line_end_hyphen_of_a_compound_is_kept():
     assert "leverage LLMs" in md and "potentially" in md
 
 
-def test_line_end_hyphens_ask_the_document_first_then_the_word_list():
+def test_line_end_hyphens_ask_the_document_first_then_the_word_list() -> None:
     hyphens = LineEndHyphens(
         ["a data-base of note", "our notebook is here", "the rhon- then", "cus"]
     )
@@ -829,14 +835,14 @@ def test_line_end_hyphens_ask_the_document_first_then_the_word_list():
         ("markitdown/test_files/test.pdf", "multi-agent approaches,^3^ we present AutoGen"),
     ],
 )
-def test_superscripts_stay_apart_from_the_text_they_follow(name, expected):
+def test_superscripts_stay_apart_from_the_text_they_follow(name: str, expected: str) -> None:
     """MuPDF flags text set small and raised; it is marked as Pandoc's ^…^, in the
     page's lines and in table cells (read from the word list, which joins it)."""
     markdown = PdfConverter().convert((CORPUS / name).read_bytes()).markdown
     assert expected in markdown
 
 
-def test_glyphs_mapped_to_no_character_leave_no_replacement_characters():
+def test_glyphs_mapped_to_no_character_leave_no_replacement_characters() -> None:
     """habibi-rotated.pdf draws its Arabic word with glyphs that have no Unicode
     mapping (MuPDF's U+FFFD); they are nothing to read or search for, so they
     become a space between the words around them, not six "�"."""
@@ -845,7 +851,7 @@ def test_glyphs_mapped_to_no_character_leave_no_replacement_characters():
     assert "habibi حَبيبي" in markdown
 
 
-def test_annotation_notes_are_a_comments_section_boxed_where_they_sit():
+def test_annotation_notes_are_a_comments_section_boxed_where_they_sit() -> None:
     """py-pdf's annotated sample (Text, Highlight, Ink, each with a note): the notes
     no page draws are written after the body, one line per note on its page, with
     the annotation's box (a highlight's: the text it marks, quoted)."""
@@ -875,14 +881,14 @@ def test_annotation_notes_are_a_comments_section_boxed_where_they_sit():
         assert (span.x0, span.y0, span.x1, span.y1) == pytest.approx(tuple(rect), abs=0.01)
 
 
-def _annotations(page):
+def _annotations(page: pymupdf.Page) -> Iterator[pymupdf.Annot]:
     annotation = page.first_annot
     while annotation is not None:
         yield annotation
         annotation = annotation.next
 
 
-def test_annotations_the_page_draws_or_without_a_note_are_not_comments():
+def test_annotations_the_page_draws_or_without_a_note_are_not_comments() -> None:
     """Free text is drawn on the page (its words are already read), a link or a
     highlight without a note says nothing; a note's line breaks and control
     characters do not break its Markdown line; a flood of notes is bounded."""
@@ -915,7 +921,7 @@ def test_annotations_the_page_draws_or_without_a_note_are_not_comments():
     assert comments.count("\n- ") == MAX_ANNOTATIONS
 
 
-def test_a_list_item_without_a_hanging_indent_keeps_its_wrapped_line():
+def test_a_list_item_without_a_hanging_indent_keeps_its_wrapped_line() -> None:
     """SPARSE's recommendations: an item that runs to the edge and wraps to a line
     starting where its number starts ("critical / items.") is one item, not an item
     and a paragraph cut mid-sentence."""

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from documents.converters import ConversionError
+from documents.converters.base import Conversion
 from documents.converters.pptx import PptxConverter
 from tests.support.corpus import CORPUS, nonempty
 from tests.support.ground_truth import recall
@@ -23,11 +24,11 @@ PPTX = nonempty(
 )
 
 
-def convert(name: str):
+def convert(name: str) -> Conversion:
     return PptxConverter().convert((CORPUS / name).read_bytes())
 
 
-def sections(result) -> dict[int, list[str]]:
+def sections(result: Conversion) -> dict[int, list[str]]:
     """Lines under each '# Slide n' heading, keyed by n."""
     out: dict[int, list[str]] = {}
     current = 0
@@ -40,7 +41,7 @@ def sections(result) -> dict[int, list[str]]:
 
 
 @pytest.mark.parametrize("name", [*PPTX, "hostile/docling/powerpoint_malformed_pictures.pptx"])
-def test_every_deck_converts_and_each_line_has_its_slide(name):
+def test_every_deck_converts_and_each_line_has_its_slide(name: str) -> None:
     result = convert(name)
     lines = result.markdown.split("\n")
     assert len(result.line_pages) == len(lines)
@@ -54,7 +55,7 @@ def test_every_deck_converts_and_each_line_has_its_slide(name):
     assert slide == result.page_count
 
 
-def test_markitdown_vectors():
+def test_markitdown_vectors() -> None:
     vectors = json.loads((CORPUS / "markitdown/DERIVED_test_vectors.json").read_text("utf-8"))
     vector = next(v for v in vectors["GENERAL_TEST_VECTORS"] if v["filename"] == "test.pptx")
     md = convert("markitdown/test_files/test.pptx").markdown
@@ -64,7 +65,7 @@ def test_markitdown_vectors():
         assert s not in md
 
 
-def test_slide_titles_and_tables():
+def test_slide_titles_and_tables() -> None:
     result = convert("markitdown/test_files/test.pptx")
     heads = [ln for ln in result.markdown.split("\n") if ln.startswith("# ")]
     assert (
@@ -77,7 +78,7 @@ def test_slide_titles_and_tables():
     assert "| 7 | 8 | 9 | 1b92870d-e3b5-4e65-8153-919f4ff45592 | 11 | 12 |" in table
 
 
-def test_speaker_notes_are_marked_and_belong_to_their_slide():
+def test_speaker_notes_are_marked_and_belong_to_their_slide() -> None:
     result = convert("python-pptx/sld-notes.pptx")
     by_slide = sections(result)
     assert by_slide[1][0] == "# Slide 1"
@@ -86,7 +87,7 @@ def test_speaker_notes_are_marked_and_belong_to_their_slide():
     assert result.metadata["slides_with_notes"] == 1
 
 
-def test_external_hyperlink_text_kept_with_its_address():
+def test_external_hyperlink_text_kept_with_its_address() -> None:
     """The text is kept and the address written beside it as Markdown; the target
     is never fetched."""
     md = convert("python-pptx/ext-rels.pptx").markdown
@@ -98,7 +99,7 @@ def test_external_hyperlink_text_kept_with_its_address():
     assert "as a [Python library](https://pypi.org/project/docling) with" in comments
 
 
-def test_malformed_pictures_do_not_stop_conversion():
+def test_malformed_pictures_do_not_stop_conversion() -> None:
     md = convert("hostile/docling/powerpoint_malformed_pictures.pptx").markdown
     for s in (
         "Slide With Missing BlipFill",
@@ -108,7 +109,7 @@ def test_malformed_pictures_do_not_stop_conversion():
         assert s in md
 
 
-def test_ground_truth_recall():
+def test_ground_truth_recall() -> None:
     pairs = [
         (f"docling/pptx/{p.name[:-3]}", p)
         for p in (CORPUS / "docling/pptx/groundtruth").glob("*.md")
@@ -128,7 +129,7 @@ def test_ground_truth_recall():
     assert sum(scores.values()) / len(scores) >= 0.98
 
 
-def test_line_breaks_inside_a_paragraph_read_as_spaces():
+def test_line_breaks_inside_a_paragraph_read_as_spaces() -> None:
     lines = convert("docling/pptx/powerpoint_bad_text.pptx").markdown.split("\n")
     assert lines[0] == (
         "# Slide 1: X-Library The fully customisable and copyright-free standard content"
@@ -136,7 +137,7 @@ def test_line_breaks_inside_a_paragraph_read_as_spaces():
     )
 
 
-def test_reviewer_comments_are_marked_under_their_slide():
+def test_reviewer_comments_are_marked_under_their_slide() -> None:
     result = convert("docling/pptx/powerpoint_comments.pptx")
     by_slide = sections(result)
     first = by_slide[1]
@@ -155,7 +156,7 @@ def test_reviewer_comments_are_marked_under_their_slide():
     assert result.metadata["slides_with_comments"] == 2
 
 
-def test_content_placeholders_keep_the_masters_bullets():
+def test_content_placeholders_keep_the_masters_bullets() -> None:
     by_slide = sections(convert("docling/pptx/powerpoint_comments.pptx"))
     items = [line for line in by_slide[3] if line.startswith("- ")]
     assert items[:3] == [
@@ -219,7 +220,7 @@ def deck_with_modern_comments(
     return out.getvalue()
 
 
-def test_modern_threaded_comments_and_their_replies():
+def test_modern_threaded_comments_and_their_replies() -> None:
     comments = (
         f'<p188:cmLst xmlns:p188="{P188}" xmlns:a="{DRAWING}">'
         '<p188:cm id="{C1}" authorId="{1}" created="2027-01-05T09:00:00.000">'
@@ -244,19 +245,19 @@ def test_modern_threaded_comments_and_their_replies():
     assert result.line_pages[comment] == 1
 
 
-def test_unreadable_comments_part_keeps_the_slide():
+def test_unreadable_comments_part_keeps_the_slide() -> None:
     result = PptxConverter().convert(deck_with_modern_comments(b"<p188:cmLst><unclosed"))
     assert "### Comments" not in result.markdown
     assert "Hiring resumes in March." in result.markdown
     assert result.metadata["slides_with_comments"] == 0
 
 
-def test_fuzzed_deck_fails_cleanly():
+def test_fuzzed_deck_fails_cleanly() -> None:
     with pytest.raises(ConversionError, match="corrupt file"):
         convert("hostile/poi/clusterfuzz-POIFuzzer-5205835528404992.pptx")
 
 
-def test_a_comments_part_shared_by_many_slides_is_read_once():
+def test_a_comments_part_shared_by_many_slides_is_read_once() -> None:
     comments = (
         f'<p188:cmLst xmlns:p188="{P188}" xmlns:a="{DRAWING}">'
         '<p188:cm id="{C1}" authorId="{1}" created="2027-01-05T09:00:00.000">'
@@ -268,7 +269,7 @@ def test_a_comments_part_shared_by_many_slides_is_read_once():
     assert result.metadata["slides_with_comments"] == 1
 
 
-def test_comment_fields_cannot_break_lines():
+def test_comment_fields_cannot_break_lines() -> None:
     """A newline in a date, a line break in the text and an unknown author id."""
     comments = (
         f'<p188:cmLst xmlns:p188="{P188}" xmlns:a="{DRAWING}">'
@@ -280,7 +281,7 @@ def test_comment_fields_cannot_break_lines():
     assert "- unknown author, 2027 01 05 09:00: first second" in lines
 
 
-def test_a_comments_part_declaring_entities_refuses_the_deck():
+def test_a_comments_part_declaring_entities_refuses_the_deck() -> None:
     """The part's name does not end in .xml, so only the converter can catch it."""
     comments = (
         '<?xml version="1.0"?><!DOCTYPE cmLst [<!ENTITY a "AAAA">]>'
@@ -292,7 +293,7 @@ def test_a_comments_part_declaring_entities_refuses_the_deck():
         PptxConverter().convert(deck)
 
 
-def test_a_placeholders_own_list_style_can_turn_bullets_off():
+def test_a_placeholders_own_list_style_can_turn_bullets_off() -> None:
     from pptx import Presentation
 
     prs = Presentation()
@@ -315,7 +316,7 @@ def test_a_placeholders_own_list_style_can_turn_bullets_off():
     assert "- Not a list item" in PptxConverter().convert(out.getvalue()).markdown.split("\n")
 
 
-def test_a_hidden_slide_is_converted_and_says_it_is_hidden():
+def test_a_hidden_slide_is_converted_and_says_it_is_hidden() -> None:
     """A slide the show skips is still in the file and can be quoted: its heading
     says so, so an answer citing it does not pass it off as presented."""
     from pptx import Presentation

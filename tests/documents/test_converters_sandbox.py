@@ -31,12 +31,12 @@ from tests.support.corpus import CORPUS
         ("html", "py-pdf-sample-files/015-arabic/habibi.html"),
     ],
 )
-def test_isolated_conversion_equals_in_process(kind, name):
+def test_isolated_conversion_equals_in_process(kind: str, name: str) -> None:
     data = (CORPUS / name).read_bytes()
     assert convert_isolated(data, kind) == converter_for(kind).convert(data)
 
 
-def test_timeout_stops_the_child_and_parent_survives():
+def test_timeout_stops_the_child_and_parent_survives() -> None:
     data = (CORPUS / "py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf").read_bytes()
     start = time.monotonic()
     with pytest.raises(
@@ -47,19 +47,19 @@ def test_timeout_stops_the_child_and_parent_survives():
     assert convert_isolated(data, "pdf").page_count == 4  # the parent still works
 
 
-def test_memory_limit_is_reported():
+def test_memory_limit_is_reported() -> None:
     data = b"[" + b",".join([b"12345"] * 3_000_000) + b"]"  # ~18 MB of JSON, far more as objects
     with pytest.raises(ConversionError, match=r"^conversion needed more than 256 MB of memory$"):
         convert_isolated(data, "json", memory_mb=256)
 
 
-def test_crash_by_signal_is_reported(monkeypatch):
+def test_crash_by_signal_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FAULT_ENV, "segv")  # documented test-only fault hook in the child
     with pytest.raises(ConversionError, match=r"^the parser crashed \(signal 11\)$"):
         convert_isolated(b"{}", "json")
 
 
-def test_conversion_errors_keep_their_reason_and_whether_retrying_can_help():
+def test_conversion_errors_keep_their_reason_and_whether_retrying_can_help() -> None:
     with pytest.raises(ConversionError, match="encrypted") as refused:
         convert_isolated(
             (CORPUS / "hostile/py-pdf/libreoffice-writer-password.pdf").read_bytes(), "pdf"
@@ -82,7 +82,7 @@ def test_conversion_errors_keep_their_reason_and_whether_retrying_can_help():
         convert_isolated(b"x", "exe")
 
 
-def test_child_never_imports_django(tmp_path):
+def test_child_never_imports_django(tmp_path: Path) -> None:
     """The child's code path (registry + converter) loads no Django module."""
     src, out = tmp_path / "in.json", tmp_path / "out.json"
     src.write_bytes(b'{"a": 1}')
@@ -99,7 +99,7 @@ def test_child_never_imports_django(tmp_path):
     assert '"ok"' in out.read_text()
 
 
-def test_child_converts_a_pdf_without_pymupdfs_layout_model(tmp_path):
+def test_child_converts_a_pdf_without_pymupdfs_layout_model(tmp_path: Path) -> None:
     """pymupdf 2.0 would import its ONNX layout model on ``import pymupdf`` (~0.8 s per
     sandboxed conversion); the child converts a PDF without it, text unchanged."""
     pdf = CORPUS / "markitdown/test_files/test.pdf"
@@ -132,7 +132,7 @@ def _long_pdf(pages: int) -> bytes:
     return document.tobytes()
 
 
-def test_a_long_conversion_reports_its_pages_as_it_goes():
+def test_a_long_conversion_reports_its_pages_as_it_goes() -> None:
     data = _long_pdf(150)
     seen: list[tuple[int, int]] = []
     conversion = convert_isolated(
@@ -145,7 +145,7 @@ def test_a_long_conversion_reports_its_pages_as_it_goes():
     assert len([d for d in done if 0 < d < 150]) >= 2, seen  # heard while converting
 
 
-def test_the_pdf_converter_counts_every_page_once_in_order():
+def test_the_pdf_converter_counts_every_page_once_in_order() -> None:
     data = (CORPUS / "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf").read_bytes()
     seen: list[tuple[int, int]] = []
     converter_for("pdf").convert(data, lambda done, total: seen.append((done, total)))
@@ -154,7 +154,7 @@ def test_the_pdf_converter_counts_every_page_once_in_order():
     assert len(seen) == 6  # each page read, then each page written
 
 
-def test_a_conversion_reporting_progress_still_stops_at_its_time_limit():
+def test_a_conversion_reporting_progress_still_stops_at_its_time_limit() -> None:
     start = time.monotonic()
     with pytest.raises(ConversionError, match=r"^conversion took longer than 0.5 s"):
         convert_isolated(_long_pdf(150), "pdf", timeout_s=0.5, progress=lambda *_: None)
@@ -165,7 +165,7 @@ def test_a_conversion_reporting_progress_still_stops_at_its_time_limit():
     "written",
     [b"", b"12", b"7 5", b"-1 5", b"a b", b"1 2 3", b"9" * 100 + b" 1", b"\xff\xfe 3"],
 )
-def test_a_progress_file_the_parent_cannot_trust_is_ignored(tmp_path, written):
+def test_a_progress_file_the_parent_cannot_trust_is_ignored(tmp_path: Path, written: bytes) -> None:
     """The child parses hostile files: whatever it leaves in the progress file, the
     parent reads at most a few bytes and passes on only two counts that make sense."""
     from documents.converters.sandbox import _progress_read
@@ -190,7 +190,7 @@ def _count_fork() -> None:
 os.register_at_fork(before=_count_fork)
 
 
-def test_the_child_is_started_without_running_python_between_fork_and_exec():
+def test_the_child_is_started_without_running_python_between_fork_and_exec() -> None:
     """A ``preexec_fn`` makes Python run in the forked child before exec; forked from
     a worker with other threads (OpenVINO's, the page-words reader beside the
     conversion) that child can deadlock, and the parent then waits on it for ever.
@@ -220,7 +220,7 @@ def _sandbox_children() -> list[int]:
     return found
 
 
-def test_the_child_runs_under_its_memory_cpu_and_core_limits():
+def test_the_child_runs_under_its_memory_cpu_and_core_limits() -> None:
     """The limits the kernel holds for the running child, read from /proc."""
     seen: list[str] = []
 
@@ -238,7 +238,7 @@ def test_the_child_runs_under_its_memory_cpu_and_core_limits():
     assert limits["Max core file size"] == ["0", "0"]
 
 
-def test_a_child_started_without_limits_converts_nothing(tmp_path):
+def test_a_child_started_without_limits_converts_nothing(tmp_path: Path) -> None:
     src, out = tmp_path / "in.json", tmp_path / "out.json"
     src.write_bytes(b'{"a": 1}')
     env = {k: v for k, v in os.environ.items() if k != LIMITS_ENV}

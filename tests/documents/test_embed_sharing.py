@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from documents import ingestion
+from documents.ingestion.batches import _batch_size, batch_embed
 from documents.models import Chunk, File
 from retrieval.embedders import MiniLmEmbedder
 from tests import factories
@@ -24,7 +26,7 @@ from tests.support import squad
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _file_waiting_for_embedding(corpus) -> File:
+def _file_waiting_for_embedding(corpus: Path) -> File:
     """Converted and chunked in one transaction whose lease keeps any worker's hands off."""
     source = factories.data_source()
     document = "\n".join(squad.article_markdown(a) for a in squad.load(corpus)[:2]).encode()
@@ -48,7 +50,7 @@ def _vectors(record: File) -> dict:
     return {c.pk: c.embedding for c in Chunk.objects.filter(file=record)}
 
 
-def test_a_helper_embeds_without_publishing_and_the_owner_does_not_redo_it(corpus):
+def test_a_helper_embeds_without_publishing_and_the_owner_does_not_redo_it(corpus: Path) -> None:
     record = _file_waiting_for_embedding(corpus)
     markdown = record.markdowns.get()
     total = Chunk.objects.filter(file=record).count()
@@ -82,40 +84,40 @@ def _tail_batches(total: int) -> list[int]:
     return sizes
 
 
-def test_batches_shrink_near_the_end_so_sharing_processes_finish_together(corpus):
+def test_batches_shrink_near_the_end_so_sharing_processes_finish_together(corpus: Path) -> None:
     record = _file_waiting_for_embedding(corpus)
     markdown = record.markdowns.get()
     total = Chunk.objects.filter(file=record).count()
     file_id = str(record.pk)
-    assert ingestion._batch_size(file_id, sharing=2) == max(16, min(64, total // 4))
+    assert _batch_size(file_id, sharing=2) == max(16, min(64, total // 4))
     taken = []
-    while ingestion._batch_embed(file_id, markdown, wait=False, sharing=2):
+    while batch_embed(file_id, markdown, wait=False, sharing=2):
         taken.append(Chunk.objects.filter(file=record, embedding__isnull=False).count())
     sizes = [b - a for a, b in zip([0, *taken], taken, strict=False)]
     assert sizes == _tail_batches(total)
     assert sizes[-2] <= 16 < 64, "the last batches are one forward pass, not a full batch"
 
 
-def test_batches_are_taken_shortest_chunks_first(corpus):
+def test_batches_are_taken_shortest_chunks_first(corpus: Path) -> None:
     """So the model's runs hold texts of one length and little of them is padding."""
     record = _file_waiting_for_embedding(corpus)
     markdown = record.markdowns.get()
     counts = sorted(Chunk.objects.filter(file=record).values_list("token_count", flat=True))
     assert counts[0] < counts[-1]
     taken: list[int] = []
-    while ingestion._batch_embed(str(record.pk), markdown, wait=False, sharing=1):
+    while batch_embed(str(record.pk), markdown, wait=False, sharing=1):
         embedded = Chunk.objects.filter(file=record, embedding__isnull=False)
         taken = list(embedded.order_by("token_count").values_list("token_count", flat=True))
         assert taken == counts[: len(taken)], "a longer chunk was embedded before a shorter one"
     assert len(taken) == len(counts)
 
 
-def test_a_process_embedding_alone_takes_full_batches(corpus):
+def test_a_process_embedding_alone_takes_full_batches(corpus: Path) -> None:
     record = _file_waiting_for_embedding(corpus)
     markdown = record.markdowns.get()
     total = Chunk.objects.filter(file=record).count()
     sizes, done = [], 0
-    while ingestion._batch_embed(str(record.pk), markdown, wait=False, sharing=1):
+    while batch_embed(str(record.pk), markdown, wait=False, sharing=1):
         now = Chunk.objects.filter(file=record, embedding__isnull=False).count()
         sizes.append(now - done)
         done = now
@@ -169,7 +171,7 @@ def _owner_runs_while_helper_holds_a_batch(record: File, *, commit: bool) -> lis
     return locked
 
 
-def test_the_owner_skips_a_helpers_batch_and_keeps_its_vectors(corpus):
+def test_the_owner_skips_a_helpers_batch_and_keeps_its_vectors(corpus: Path) -> None:
     record = _file_waiting_for_embedding(corpus)
     locked = _owner_runs_while_helper_holds_a_batch(record, commit=True)
     record.refresh_from_db()
@@ -180,10 +182,11 @@ def test_the_owner_skips_a_helpers_batch_and_keeps_its_vectors(corpus):
     texts = [chunks[pk].chunk_text for pk in locked]
     expected = fp32.embed_documents(texts)
     for pk, vector in zip(locked, expected, strict=True):  # the helper's own fp32 vectors
-        assert np.allclose(chunks[pk].embedding, vector, atol=1e-6)
+        embedding = chunks[pk].embedding
+        assert embedding is not None and np.allclose(embedding, vector, atol=1e-6)
 
 
-def test_a_helper_that_dies_mid_batch_leaves_its_chunks_to_the_owner(corpus):
+def test_a_helper_that_dies_mid_batch_leaves_its_chunks_to_the_owner(corpus: Path) -> None:
     record = _file_waiting_for_embedding(corpus)
     locked = _owner_runs_while_helper_holds_a_batch(record, commit=False)
     record.refresh_from_db()

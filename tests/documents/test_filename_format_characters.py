@@ -37,7 +37,9 @@ def client() -> APIClient:
 
 
 @pytest.mark.parametrize("hidden", HIDDEN, ids=lambda ch: f"U+{ord(ch):04X}")
-def test_an_upload_named_with_a_hidden_format_character_is_refused(client, hidden):
+def test_an_upload_named_with_a_hidden_format_character_is_refused(
+    client: APIClient, hidden: str
+) -> None:
     response = _post(client, f"invoice{hidden}dm.txt", b"# Invoice\n")
     assert response.status_code == 400
     error = response.json()["error"]
@@ -46,7 +48,7 @@ def test_an_upload_named_with_a_hidden_format_character_is_refused(client, hidde
     assert not File.objects.exists()
 
 
-def test_joiners_that_spell_words_are_kept(client):
+def test_joiners_that_spell_words_are_kept(client: APIClient) -> None:
     """Persian writes the zero-width non-joiner inside words ("می‌خواهم")."""
     name = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.md"
     response = _post(client, name, b"# Notes\n")
@@ -54,7 +56,7 @@ def test_joiners_that_spell_words_are_kept(client):
     assert File.objects.get().name == name
 
 
-def test_a_stored_name_with_an_override_is_downloaded_without_it(client):
+def test_a_stored_name_with_an_override_is_downloaded_without_it(client: APIClient) -> None:
     record = factories.upload(
         factories.data_source(factories.organization("Acme"), "Human Resources"),
         "report.md",

@@ -33,19 +33,21 @@ def taken() -> dict[str, Snapshot]:
     return {shot.document: shot for shot in snapshots_take(DOCUMENTS)}
 
 
-def test_the_corpus_has_documents_of_every_snapshotted_kind():
+def test_the_corpus_has_documents_of_every_snapshotted_kind() -> None:
     assert DOCUMENTS
     assert {PurePath(document).suffix.lower() for document in DOCUMENTS} == set(SUFFIXES)
 
 
-def test_snapshots_sniff_the_head_an_upload_is_sniffed_from():
+def test_snapshots_sniff_the_head_an_upload_is_sniffed_from() -> None:
     from documents.uploads import _SNIFF_BYTES
 
     assert SNIFF_BYTES == _SNIFF_BYTES
 
 
 @pytest.mark.parametrize("document", DOCUMENTS)
-def test_the_conversion_matches_its_golden_snapshot(document: str, taken: dict[str, Snapshot]):
+def test_the_conversion_matches_its_golden_snapshot(
+    document: str, taken: dict[str, Snapshot]
+) -> None:
     for path, text in taken[document].files().items():
         assert path.exists(), f"no snapshot {path.relative_to(SNAPSHOTS)}: run {REGENERATE}"
         stored = path.read_bytes().decode("utf-8")
@@ -53,7 +55,7 @@ def test_the_conversion_matches_its_golden_snapshot(document: str, taken: dict[s
             pytest.fail(_diff(stored, text, path.relative_to(SNAPSHOTS).as_posix()))
 
 
-def test_no_snapshot_is_left_without_its_document(taken: dict[str, Snapshot]):
+def test_no_snapshot_is_left_without_its_document(taken: dict[str, Snapshot]) -> None:
     wanted = {path for shot in taken.values() for path in shot.files()}
     stale = sorted(path.relative_to(SNAPSHOTS).as_posix() for path in snapshot_files_stored())
     stale = [name for name in stale if SNAPSHOTS / name not in wanted]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -21,7 +22,7 @@ def _ingest(*args: str) -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
-def test_it_queues_files_and_creates_the_data_source(corpus):
+def test_it_queues_files_and_creates_the_data_source(corpus: Path) -> None:
     factories.organization("Acme")
     out, _ = _ingest(str(corpus / "docling/md"), "--data-source", "Docs")
     assert "created data source 'Docs' in Acme" in out
@@ -31,7 +32,9 @@ def test_it_queues_files_and_creates_the_data_source(corpus):
     assert DataSource.objects.get(name="Docs").vector_database.embed_model.endswith("MiniLM-L6-v2")
 
 
-def test_rejected_files_are_reported_and_the_exit_status_is_nonzero(corpus, tmp_path):
+def test_rejected_files_are_reported_and_the_exit_status_is_nonzero(
+    corpus: Path, tmp_path: Path
+) -> None:
     factories.organization("Acme")
     empty = tmp_path / "empty.md"
     empty.write_bytes(b"")
@@ -50,7 +53,7 @@ def test_rejected_files_are_reported_and_the_exit_status_is_nonzero(corpus, tmp_
     assert File.objects.filter(name="duck.md").count() == 1
 
 
-def test_missing_path_and_unknown_organization_are_clear_errors(tmp_path):
+def test_missing_path_and_unknown_organization_are_clear_errors(tmp_path: Path) -> None:
     factories.organization("Acme")
     with pytest.raises(CommandError, match="no such file or folder"):
         _ingest(str(tmp_path / "missing.md"), "--data-source", "Docs")
@@ -61,11 +64,12 @@ def test_missing_path_and_unknown_organization_are_clear_errors(tmp_path):
         _ingest(str(tmp_path), "--data-source", "Docs")
 
 
-def test_create_api_key_prints_a_working_key_once():
+def test_create_api_key_prints_a_working_key_once() -> None:
     org = factories.organization("Acme")
     out = StringIO()
     call_command("create_api_key", "--organization", "Acme", stdout=out)
     key = out.getvalue().strip()
-    assert api_key_verify(presented=key).organization == org
+    verified = api_key_verify(presented=key)
+    assert verified is not None and verified.organization == org
     with pytest.raises(CommandError, match="unknown organization"):
         call_command("create_api_key", "--organization", "Nope", stdout=StringIO())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.utils import timezone
@@ -14,12 +14,18 @@ from rest_framework.test import APIClient
 
 from audit.models import DocumentEvent, EvidenceEntry
 from documents import ingestion
+from documents.ingestion.chunk import _chunk_rows, _chunks_replace
 from documents.leases import Lease
-from documents.models import ApiKey, Chunk, File
+from documents.models import ApiKey, Chunk, DataSource, File
 from tests import factories
 from tests.conftest import wait_for_status
 from tests.documents.test_pipeline import _slow_to_read_pdf
 from tests.support.generated import notes_markdown, wait_until
+from tests.support.worker import WorkerProcess
+
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
 
 MEMO = b"# Memo\n\nThe office shuts at six.\n"
 
@@ -31,7 +37,9 @@ def _client(key: str | None) -> APIClient:
     return client
 
 
-def _cancel(client: APIClient, file_id: object, body: object = None, **kwargs: Any):
+def _cancel(
+    client: APIClient, file_id: object, body: object = None, **kwargs: Any
+) -> _MonkeyPatchedResponse:
     return client.post(f"/v1/flow/files/{file_id}/cancel", body, format="json", **kwargs)
 
 
@@ -55,14 +63,16 @@ def _settled(record: File, *, quiet: float) -> float:
 
 
 @pytest.fixture
-def tenant():
+def tenant() -> tuple[DataSource, str]:
     org = factories.organization("Acme")
     source = factories.data_source(org, "Human Resources")
     return source, factories.api_key(org)
 
 
 @pytest.mark.django_db
-def test_cancelling_a_pending_file_fails_it_records_who_and_lets_it_be_retried(tenant):
+def test_cancelling_a_pending_file_fails_it_records_who_and_lets_it_be_retried(
+    tenant: tuple[DataSource, str],
+) -> None:
     source, key = tenant
     record = factories.upload(source, "memo.md", MEMO).file  # not committed: never queued
     response = _cancel(_client(key), record.pk, {"reason": "wrong file"})
@@ -90,7 +100,7 @@ def test_cancelling_a_pending_file_fails_it_records_who_and_lets_it_be_retried(t
 
 
 @pytest.mark.django_db
-def test_without_a_reason_the_ledger_says_who_cancelled(tenant):
+def test_without_a_reason_the_ledger_says_who_cancelled(tenant: tuple[DataSource, str]) -> None:
     source, key = tenant
     record = factories.upload(source, "memo.md", MEMO).file
     assert _cancel(_client(key), record.pk).status_code == 200
@@ -100,7 +110,7 @@ def test_without_a_reason_the_ledger_says_who_cancelled(tenant):
 
 
 @pytest.mark.django_db
-def test_a_ready_or_failed_file_cannot_be_cancelled_409(tenant):
+def test_a_ready_or_failed_file_cannot_be_cancelled_409(tenant: tuple[DataSource, str]) -> None:
     source, key = tenant
     record = factories.upload(source, "memo.md", MEMO).file
     for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
@@ -116,7 +126,9 @@ def test_a_ready_or_failed_file_cannot_be_cancelled_409(tenant):
 
 
 @pytest.mark.django_db
-def test_cancel_answers_404_for_another_tenant_and_unknown_ids_401_without_a_key(tenant):
+def test_cancel_answers_404_for_another_tenant_and_unknown_ids_401_without_a_key(
+    tenant: tuple[DataSource, str],
+) -> None:
     source, _key = tenant
     record = factories.upload(source, "memo.md", MEMO).file
     other = _client(factories.api_key(factories.organization("Globex")))
@@ -131,7 +143,7 @@ def test_cancel_answers_404_for_another_tenant_and_unknown_ids_401_without_a_key
 
 
 @pytest.mark.django_db
-def test_cancel_refuses_a_bad_body_and_other_methods(tenant):
+def test_cancel_refuses_a_bad_body_and_other_methods(tenant: tuple[DataSource, str]) -> None:
     source, key = tenant
     record = factories.upload(source, "memo.md", MEMO).file
     client = _client(key)
@@ -145,7 +157,7 @@ def test_cancel_refuses_a_bad_body_and_other_methods(tenant):
         assert response.status_code == 400, body
         assert response.json()["error"]["code"] == code, body
     malformed = client.generic(
-        "POST", f"/v1/flow/files/{record.pk}/cancel", b"{not json", content_type="application/json"
+        "POST", f"/v1/flow/files/{record.pk}/cancel", "{not json", content_type="application/json"
     )
     assert malformed.status_code == 400 and "error" in malformed.json()
     for method in ("get", "put", "delete", "patch"):
@@ -156,7 +168,9 @@ def test_cancel_refuses_a_bad_body_and_other_methods(tenant):
 
 
 @pytest.mark.django_db
-def test_cancelling_a_conversion_again_leaves_the_file_ready_on_its_previous_one(tenant):
+def test_cancelling_a_conversion_again_leaves_the_file_ready_on_its_previous_one(
+    tenant: tuple[DataSource, str],
+) -> None:
     source, key = tenant
     record = factories.upload(source, "memo.md", MEMO).file
     for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
@@ -173,7 +187,7 @@ def test_cancelling_a_conversion_again_leaves_the_file_ready_on_its_previous_one
 
 
 @pytest.mark.django_db
-def test_a_stage_that_lost_its_file_stores_nothing(tenant):
+def test_a_stage_that_lost_its_file_stores_nothing(tenant: tuple[DataSource, str]) -> None:
     """A stage holding the file when it is cancelled finds its claim gone at its
     next check or write: nothing stored, the outcome stays the cancellation's."""
     source, _key = tenant
@@ -184,8 +198,8 @@ def test_a_stage_that_lost_its_file_stores_nothing(tenant):
     assert ingestion.file_chunk(file_id=str(record.pk)) is False  # claim: held elsewhere
     lease = Lease(file_id=str(record.pk), token="stale")
     markdown = record.markdowns.get()
-    chunks, locations = ingestion._chunk_rows(markdown)
-    assert ingestion._chunks_replace(lease, markdown, chunks, locations) is False
+    chunks, locations = _chunk_rows(markdown)
+    assert _chunks_replace(lease, markdown, chunks, locations) is False
     assert not Chunk.objects.filter(file=record).exists()
 
 
@@ -194,7 +208,9 @@ def test_a_stage_that_lost_its_file_stores_nothing(tenant):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_cancel_stops_a_running_embedding_within_seconds_and_retry_finishes_it(celery_worker):
+def test_cancel_stops_a_running_embedding_within_seconds_and_retry_finishes_it(
+    celery_worker: WorkerProcess,
+) -> None:
     source = factories.data_source()
     key = factories.api_key(source.organization)
     record = factories.upload(source, "archive.md", notes_markdown(800, seed=11)).file
@@ -228,7 +244,9 @@ def test_cancel_stops_a_running_embedding_within_seconds_and_retry_finishes_it(c
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_deleting_a_file_stops_its_embedding_and_its_conversion(celery_worker):
+def test_deleting_a_file_stops_its_embedding_and_its_conversion(
+    celery_worker: WorkerProcess,
+) -> None:
     source = factories.data_source()
     embedding = factories.upload(source, "archive.md", notes_markdown(800, seed=12)).file
     wait_until(lambda: _embedded(embedding) > 0, timeout=180, what="embedding starts")

@@ -21,6 +21,7 @@ from documents.models import Chunk, File
 from tests import factories
 from tests.conftest import wait_for_status
 from tests.support.generated import notes_markdown, wait_until
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -65,8 +66,8 @@ def _assert_embedded_exactly_once(record: File, samples: list[Sample]) -> None:
 
 
 def test_a_small_upload_is_ready_while_large_files_of_two_organizations_share_the_workers(
-    celery_worker,
-):
+    celery_worker: WorkerProcess,
+) -> None:
     first_org, second_org = factories.organization("Acme"), factories.organization("Globex")
     first_large = factories.upload(
         factories.data_source(first_org), "archive.md", notes_markdown(LARGE_SECTIONS, seed=1)
@@ -118,8 +119,8 @@ def test_a_small_upload_is_ready_while_large_files_of_two_organizations_share_th
 
 
 def test_a_killed_workers_file_is_taken_over_within_a_lease_and_finished_exactly_once(
-    celery_worker,
-):
+    celery_worker: WorkerProcess,
+) -> None:
     """kill -9 mid-embedding of a file of many batches: nothing renews its lease any
     more (only the dead worker's heartbeat did), so it expires within a lease; a
     fresh worker takes the file over and finishes it within two minutes of the

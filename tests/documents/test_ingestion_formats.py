@@ -13,13 +13,15 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from types import SimpleNamespace
+from pathlib import Path
+from typing import TYPE_CHECKING
+from uuid import UUID
 
 import pymupdf
 import pytest
 from rest_framework.test import APIClient
 
-from documents.models import Chunk, File, Location
+from documents.models import Chunk, DocumentMarkdown, File, Location, Organization
 from tests import factories
 from tests.conftest import wait_for_status
 from tests.documents.test_provenance_corpus import (
@@ -35,6 +37,11 @@ from tests.documents.test_provenance_corpus import (
     assert_invariants_1_and_3,
     words_of,
 )
+from tests.support.worker import WorkerProcess
+
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
 
 HTML = b"""<!DOCTYPE html>
 <html><head><title>Travel policy</title>
@@ -75,7 +82,7 @@ def _client(key: str) -> APIClient:
     return client
 
 
-def _assert_error_shape(response, status: int) -> dict:
+def _assert_error_shape(response: _MonkeyPatchedResponse, status: int) -> dict:
     assert response.status_code == status, (response.status_code, response.content[:500])
     body = response.json()
     assert set(body) == {"error"}, body
@@ -86,7 +93,7 @@ def _assert_error_shape(response, status: int) -> dict:
     return body["error"]
 
 
-def _ingest(corpus, kind: str):
+def _ingest(corpus: Path, kind: str) -> tuple[Organization, File, bytes]:
     relative, name = CASES[kind]
     data = HTML if relative is None else (corpus / relative).read_bytes()
     org = factories.organization()
@@ -98,7 +105,7 @@ def _ingest(corpus, kind: str):
     return org, record, data
 
 
-def _stored(record: File):
+def _stored(record: File) -> tuple[DocumentMarkdown, list[Chunk], dict[UUID, list[Location]]]:
     markdown = record.markdowns.get(is_active=True)
     chunks = list(Chunk.objects.filter(markdown=markdown).order_by("position"))
     locations = {c.pk: list(Location.objects.filter(chunk=c).order_by("ordinal")) for c in chunks}
@@ -118,9 +125,8 @@ def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:
     words = verified = 0
     for chunk in chunks:
         locs = locations[chunk.pk]
-        span = SimpleNamespace(char_start=chunk.char_start, char_end=chunk.char_end)
         text = assert_invariants_1_and_3(
-            md, markdown.body_start, span, locs, lines, headings=headings
+            md, markdown.body_start, chunk, locs, lines, headings=headings
         )
         assert chunk.chunk_text == text
         assert [loc.ordinal for loc in locs] == list(range(len(locs)))
@@ -141,6 +147,7 @@ def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:
             if kind in {"json", "html"}:
                 assert loc.page_number is None and loc.boxes == []
                 continue
+            assert loc.page_number is not None and markdown.page_count is not None
             assert 1 <= loc.page_number <= markdown.page_count
             if kind == "docx":
                 _check_docx_pages(md, [loc], docx_seen)
@@ -200,7 +207,7 @@ def _assert_stored_rows(kind: str, record: File, data: bytes) -> None:
         print(f"{kind}: {verified}/{words} words of stored locations found in the source")
 
 
-def _assert_api_matches_storage(org, record: File) -> None:
+def _assert_api_matches_storage(org: Organization, record: File) -> None:
     client = _client(factories.api_key(org))
     markdown, chunks, locations = _stored(record)
     response = client.get(f"/v1/flow/files/{record.pk}/markdown")
@@ -254,18 +261,21 @@ def _assert_api_matches_storage(org, record: File) -> None:
 
 @pytest.mark.parametrize("kind", list(CASES))
 def test_each_format_ingests_with_provenance_and_the_api_returns_what_is_stored(
-    kind,
-    celery_worker,
-    corpus,
-):
+    kind: str,
+    celery_worker: WorkerProcess,
+    corpus: Path,
+) -> None:
     org, record, data = _ingest(corpus, kind)
     _assert_stored_rows(kind, record, data)
     _assert_api_matches_storage(org, record)
 
 
-def test_chunk_and_markdown_endpoints_refuse_other_tenants_and_bad_ids(celery_worker, corpus):
+def test_chunk_and_markdown_endpoints_refuse_other_tenants_and_bad_ids(
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     org, record, _data = _ingest(corpus, "json")
     chunk = Chunk.objects.filter(file=record).order_by("position").first()
+    assert chunk is not None
     database_id = record.data_source.vector_database_id
     own = _client(factories.api_key(org))
     assert own.get(f"/v1/flow/vectordb/{database_id}/chunk/{chunk.pk}").status_code == 200
@@ -287,7 +297,9 @@ def test_chunk_and_markdown_endpoints_refuse_other_tenants_and_bad_ids(celery_wo
     _assert_error_shape(own.get("/v1/flow/files/not-a-file-id/markdown"), 404)
 
 
-def test_markdown_of_a_failed_file_is_a_409_conflict(celery_worker, corpus):
+def test_markdown_of_a_failed_file_is_a_409_conflict(
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     org = factories.organization()
     source = factories.data_source(org)
     data = (corpus / "hostile/py-pdf/libreoffice-writer-password.pdf").read_bytes()
@@ -305,7 +317,7 @@ def test_markdown_of_a_failed_file_is_a_409_conflict(celery_worker, corpus):
 
 
 @pytest.mark.django_db(transaction=False)
-def test_markdown_of_a_file_not_yet_ingested_is_a_409_conflict():
+def test_markdown_of_a_file_not_yet_ingested_is_a_409_conflict() -> None:
     """Without a commit the pipeline is never queued: the file stays ``pending``."""
     org = factories.organization()
     source = factories.data_source(org)

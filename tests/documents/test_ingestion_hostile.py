@@ -19,16 +19,17 @@ import io
 import re
 import struct
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
+from typing import Any
 
 import pymupdf
 import pytest
 from django.test import override_settings
 
 from documents import ingestion
-from documents.models import Chunk, File, Location
+from documents.models import Chunk, DataSource, File, Location
 from documents.storage import original_open
 from documents.uploads import UploadRejected
 from tests import factories
@@ -39,6 +40,7 @@ from tests.documents.test_provenance_corpus import (
     assert_invariants_1_and_3,
 )
 from tests.support.corpus import CORPUS
+from tests.support.worker import WorkerProcess
 
 HOSTILE = CORPUS / "hostile"
 EXTENSIONS = {".pdf", ".docx", ".pptx", ".xlsx", ".md", ".json", ".bin"}
@@ -59,7 +61,7 @@ class Expect:
     hierarchy: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (text, headings in force)
 
 
-def _e(*outcomes: str, **kw) -> Expect:
+def _e(*outcomes: str, **kw: Any) -> Expect:
     return Expect(frozenset(outcomes), **kw)
 
 
@@ -256,7 +258,7 @@ def assert_readable(message: str) -> None:
     assert len(message) <= 2000 and "\x00" not in message, message
 
 
-def _outcome(source, name: str, data: bytes):
+def _outcome(source: DataSource, name: str, data: bytes) -> tuple[str, UploadRejected | File]:
     """("rejected", message) or (status, File) once the worker is done with it."""
     try:
         record = factories.upload(source, name, data).file
@@ -282,9 +284,8 @@ def _assert_ready_provenance(record: File, expect: Expect) -> None:
     all_locations = []
     for chunk in chunks:
         locs = list(Location.objects.filter(chunk=chunk).order_by("ordinal"))
-        span = SimpleNamespace(char_start=chunk.char_start, char_end=chunk.char_end)
         assert chunk.chunk_text == assert_invariants_1_and_3(
-            md, markdown.body_start, span, locs, lines, headings=headings
+            md, markdown.body_start, chunk, locs, lines, headings=headings
         )
         all_locations.extend(locs)
     text = "\n".join(c.chunk_text for c in chunks)
@@ -301,16 +302,18 @@ def _assert_ready_provenance(record: File, expect: Expect) -> None:
         assert headings.at(offset) == list(chain), (wanted, headings.at(offset))
 
 
-def _check(name: str, expect: Expect, state: str, value) -> None:
+def _check(name: str, expect: Expect, state: str, value: UploadRejected | File) -> None:
     assert state in expect.outcomes, (
         f"{name}: expected {sorted(expect.outcomes)}, got {state}: "
-        f"{value.message if state == 'rejected' else value.error_message!r}"
+        f"{value.message if isinstance(value, UploadRejected) else value.error_message!r}"
     )
     if state == "rejected":
+        assert isinstance(value, UploadRejected), value
         assert_readable(value.message)
         assert value.code and 400 <= value.status < 500
         assert re.search(expect.message, value.message, re.I), value.message
         return
+    assert isinstance(value, File), value
     for secret in expect.absent:
         assert not any(secret in m.markdown for m in value.markdowns.all()), secret
         assert not Chunk.objects.filter(file=value, chunk_text__contains=secret).exists()
@@ -325,7 +328,7 @@ def _check(name: str, expect: Expect, state: str, value) -> None:
 # --- tests ------------------------------------------------------------------------------
 
 
-def test_every_hostile_file_of_the_manifest_has_an_expectation():
+def test_every_hostile_file_of_the_manifest_has_an_expectation() -> None:
     on_disk = sorted(
         p.relative_to(HOSTILE).as_posix()
         for p in HOSTILE.rglob("*")
@@ -340,7 +343,7 @@ def test_every_hostile_file_of_the_manifest_has_an_expectation():
 
 
 @pytest.fixture
-def rlink_target():
+def rlink_target() -> Iterator[Path]:
     """The local file rlink.docx's external relationship points at, with a secret in it."""
     created = not RLINK_TARGET.exists()
     if created:
@@ -354,11 +357,11 @@ def rlink_target():
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("name", HOSTILE_FILES)
 def test_a_hostile_file_is_refused_or_fails_readably_or_recovers(
-    name,
-    celery_worker,
-    corpus,
-    rlink_target,
-):
+    name: str,
+    celery_worker: WorkerProcess,
+    corpus: Path,
+    rlink_target: Path,
+) -> None:
     expect = EXPECTATIONS[name]
     source = factories.data_source()
     data = (corpus / "hostile" / name).read_bytes()
@@ -368,7 +371,9 @@ def test_a_hostile_file_is_refused_or_fails_readably_or_recovers(
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("name", list(GENERATED))
-def test_a_generated_bomb_fails_with_a_readable_reason(name, celery_worker, tmp_path):
+def test_a_generated_bomb_fails_with_a_readable_reason(
+    name: str, celery_worker: WorkerProcess, tmp_path: Path
+) -> None:
     build, pattern = GENERATED[name]
     path = tmp_path / name
     path.write_bytes(build())
@@ -378,7 +383,9 @@ def test_a_generated_bomb_fails_with_a_readable_reason(name, celery_worker, tmp_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_worker_survives_all_hostile_files_at_once(celery_worker, corpus, rlink_target):
+def test_the_worker_survives_all_hostile_files_at_once(
+    celery_worker: WorkerProcess, corpus: Path, rlink_target: Path
+) -> None:
     source = factories.data_source()
     pending = {
         name: _outcome(
@@ -398,7 +405,8 @@ def test_the_worker_survives_all_hostile_files_at_once(celery_worker, corpus, rl
             _check(name, expect, state, value)
         except AssertionError as exc:
             problems.append(f"{name}: {exc}")
-    assert celery_worker.process.poll() is None, "the worker process died"
+    process = celery_worker.process
+    assert process is not None and process.poll() is None, "the worker process died"
     normal = factories.upload(
         source,
         "after-the-storm.md",
@@ -427,7 +435,7 @@ def _slow_pdf(pages: int) -> bytes:
 
 
 @pytest.mark.django_db
-def test_a_conversion_past_the_time_limit_fails_with_that_reason_and_keeps_the_bytes():
+def test_a_conversion_past_the_time_limit_fails_with_that_reason_and_keeps_the_bytes() -> None:
     import time
 
     from documents.converters.pdf import PdfConverter

@@ -31,7 +31,7 @@ def _stored_bytes_intact(record: File, data: bytes) -> None:
     assert hashlib.sha256(stored).hexdigest() == record.sha256 == hashlib.sha256(data).hexdigest()
 
 
-def test_a_runaway_file_past_the_chunk_limit_fails_naming_it_and_keeps_its_bytes():
+def test_a_runaway_file_past_the_chunk_limit_fails_naming_it_and_keeps_its_bytes() -> None:
     data = runaway_line(RUNAWAY_BYTES)
     record = factories.upload(factories.data_source(), "export.md", data).file
     with override_settings(PROVENANCE_MAX_CHUNKS_PER_FILE=50):
@@ -59,7 +59,7 @@ def test_a_runaway_file_past_the_chunk_limit_fails_naming_it_and_keeps_its_bytes
 
 
 @override_settings(PROVENANCE_MAX_MARKDOWN_BYTES=50_000)
-def test_a_runaway_file_past_the_markdown_limit_fails_before_anything_is_stored():
+def test_a_runaway_file_past_the_markdown_limit_fails_before_anything_is_stored() -> None:
     data = runaway_line(RUNAWAY_BYTES, seed=1)
     record = factories.upload(factories.data_source(), "dump.md", data).file
     assert ingestion.file_convert(file_id=str(record.pk)) is False
@@ -75,7 +75,7 @@ def test_a_runaway_file_past_the_markdown_limit_fails_before_anything_is_stored(
     _stored_bytes_intact(record, data)
 
 
-def test_a_converted_again_file_past_a_limit_stays_ready_on_its_previous_conversion():
+def test_a_converted_again_file_past_a_limit_stays_ready_on_its_previous_conversion() -> None:
     record = factories.upload(factories.data_source(), "notes.md", runaway_line(3_000)).file
     for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
         assert stage(file_id=str(record.pk))
@@ -107,14 +107,14 @@ def _dense_pdf(pages: int) -> bytes:
     return data
 
 
-def test_the_default_limits_let_a_thousand_page_pdf_through_and_refuse_a_runaway_line():
+def test_the_default_limits_let_a_thousand_page_pdf_through_and_refuse_a_runaway_line() -> None:
     """The defaults against the figures they are for: a 22 MB single-line export
     (~41,000 chunks) is refused; a dense PDF of 1,000 pages (ten times what a
     100-page one makes, converted and chunked here) passes both limits."""
     assert ingestion.MARKDOWN_LIMIT.refusal(22 * 1000 * 1000) is not None
     assert ingestion.CHUNKS_LIMIT.refusal(41_236) is not None
-    record = factories.upload(factories.data_source(), "report.pdf", _dense_pdf(SAMPLE_PAGES))
-    record = record.file
+    source = factories.data_source()
+    record = factories.upload(source, "report.pdf", _dense_pdf(SAMPLE_PAGES)).file
     assert ingestion.file_convert(file_id=str(record.pk))
     record.refresh_from_db()
     assert record.status == "chunking", record.error_message

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from celery.signals import before_task_publish
 from django.conf import settings
 from django.utils import timezone
+from pytest_django import DjangoCaptureOnCommitCallbacks, Settings
 
 from documents import ingestion
-from documents.models import DocumentMarkdown, File
+from documents.models import DataSource, DocumentMarkdown, File
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +26,12 @@ def published() -> Iterator[list[tuple[str, str, str]]]:
     the chain's later stages included (they are sent when a stage ends)."""
     seen: list[tuple[str, str, str]] = []
 
-    def record(body=None, routing_key=None, headers=None, **_: object) -> None:
+    def record(
+        body: Any,
+        routing_key: str,
+        headers: dict[str, Any],
+        **_: object,
+    ) -> None:
         seen.append((headers["task"].rsplit(".", 1)[-1], body[0][0], routing_key))
         for stage in body[2].get("chain") or []:
             name = stage["task"].rsplit(".", 1)[-1]
@@ -37,7 +44,7 @@ def published() -> Iterator[list[tuple[str, str, str]]]:
         before_task_publish.disconnect(record)
 
 
-def _ready(source, name: str) -> File:
+def _ready(source: DataSource, name: str) -> File:
     """A file ingested in this process, stage by stage."""
     record = factories.upload(source, name, b"# Notes\n\nThe notes say very little here.\n").file
     for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
@@ -55,8 +62,9 @@ def _stalled(record: File) -> None:
 
 
 def test_uploads_go_to_the_default_queue_and_reconversions_to_the_background(
-    published, django_capture_on_commit_callbacks
-):
+    published: list[tuple[str, str, str]],
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+) -> None:
     source = factories.data_source()
     with django_capture_on_commit_callbacks(execute=True):
         upload = factories.upload(source, "new.md", b"# New\n\nA new file arrives.\n").file
@@ -91,7 +99,9 @@ def test_uploads_go_to_the_default_queue_and_reconversions_to_the_background(
     } == {("convert_file", background), ("chunk_file", background), ("embed_file", background)}
 
 
-def test_embedding_helpers_follow_the_queue_of_the_file(published, settings):
+def test_embedding_helpers_follow_the_queue_of_the_file(
+    published: list[tuple[str, str, str]], settings: Settings
+) -> None:
     """The embed stage asks idle workers to help; for a re-conversion they are asked
     on the background queue too, or they would run ahead of new uploads."""
     settings.PROVENANCE_EMBED_BATCH_SIZE = 1

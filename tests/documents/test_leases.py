@@ -41,14 +41,15 @@ def _heartbeat_connections(token: str) -> int:
 
 
 @override_settings(PROVENANCE_INGEST_LEASE_SECONDS=3)
-def test_a_heartbeat_keeps_a_stage_longer_than_its_lease_and_closes_its_connection():
+def test_a_heartbeat_keeps_a_stage_longer_than_its_lease_and_closes_its_connection() -> None:
     record = _unqueued("memo.md", b"# Memo\n\nShort.\n", status="failed")
     lease = lease_claim(str(record.pk), statuses=("failed",), working="failed")
     assert lease is not None
     with heartbeat(lease):
         time.sleep(5)  # longer than the lease: only the heartbeat keeps it
         record.refresh_from_db()
-        assert record.lease_expires_at > timezone.now() and lease.held()
+        expires = record.lease_expires_at
+        assert expires is not None and expires > timezone.now() and lease.held()
         assert lease_claim(str(record.pk), statuses=("failed",), working="failed") is None
         assert _heartbeat_connections(lease.token) == 1
     # a closed connection's server process leaves pg_stat_activity a moment later
@@ -60,9 +61,10 @@ def test_a_heartbeat_keeps_a_stage_longer_than_its_lease_and_closes_its_connecti
 
 
 @override_settings(PROVENANCE_INGEST_LEASE_SECONDS=3)
-def test_a_heartbeat_stops_once_its_claim_is_gone():
+def test_a_heartbeat_stops_once_its_claim_is_gone() -> None:
     record = _unqueued("memo.md", b"# Memo\n\nShort.\n", status="failed")
     lease = lease_claim(str(record.pk), statuses=("failed",), working="failed")
+    assert lease is not None
     beat = Heartbeat(lease)
     beat.start()
     File.objects.filter(pk=record.pk).update(lease_owner="cancelled", lease_expires_at=None)
@@ -71,12 +73,12 @@ def test_a_heartbeat_stops_once_its_claim_is_gone():
     assert File.objects.get(pk=record.pk).lease_expires_at is None, "renewed a lost lease"
 
 
-def test_a_helpers_message_never_renews_a_dead_owners_lease():
+def test_a_helpers_message_never_renews_a_dead_owners_lease() -> None:
     """The owner died mid-embedding (its lease expired); a leftover helper message still
     runs and embeds, but leaves the lease expired, so the stall sweep takes over."""
     with transaction.atomic():  # converted and chunked before any worker sees it
-        record = factories.upload(factories.data_source(), "notes.md", notes_markdown(40, seed=5))
-        record = record.file
+        source = factories.data_source()
+        record = factories.upload(source, "notes.md", notes_markdown(40, seed=5)).file
         for stage in (ingestion.file_convert, ingestion.file_chunk):
             assert stage(file_id=str(record.pk))
         File.objects.filter(pk=record.pk).update(lease_expires_at=timezone.now() + timedelta(1))
@@ -93,7 +95,7 @@ def test_a_helpers_message_never_renews_a_dead_owners_lease():
 
 
 @override_settings(PROVENANCE_INGEST_LEASE_SECONDS=8, PROVENANCE_INGEST_REQUEUE_SECONDS=600)
-def test_the_sweep_resends_a_dead_workers_file_at_once_and_a_queued_one_only_much_later():
+def test_the_sweep_resends_a_dead_workers_file_at_once_and_a_queued_one_only_much_later() -> None:
     """An expired lease means a dead worker: sent again at the next sweep. A file with
     no lease is waiting in a queue (a backlog looks the same as a lost message): sent
     again only after the re-queue delay, so a backlog is not sent twice over."""

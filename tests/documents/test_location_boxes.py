@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pymupdf
 import pytest
@@ -109,7 +110,7 @@ def _foreign_words(data: bytes, *, narrowed: bool) -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize("name", PDFS, ids=_case_id)
-def test_location_boxes_hold_their_own_words_and_no_others(name, corpus):
+def test_location_boxes_hold_their_own_words_and_no_others(name: str, corpus: Path) -> None:
     data = (corpus / name).read_bytes()
     if name == SCAN:  # refused, so no locations (test_provenance_corpus covers it)
         with pytest.raises(ConversionError, match="no text layer"):
@@ -122,7 +123,7 @@ def test_location_boxes_hold_their_own_words_and_no_others(name, corpus):
     assert foreign == [], f"{name}: words of other ranges inside location boxes: {foreign[:10]}"
 
 
-def test_whole_line_boxes_claimed_neighbours_words(corpus):
+def test_whole_line_boxes_claimed_neighbours_words(corpus: Path) -> None:
     """What the narrowing fixes: chunks of test.pdf start and end inside lines."""
     data = (corpus / "markitdown/test_files/test.pdf").read_bytes()
     assert len(_foreign_words(data, narrowed=False)) >= 10
@@ -137,8 +138,8 @@ def _ingest_stages(record: File) -> None:
 
 @pytest.mark.django_db
 def test_ingestion_stores_narrowed_boxes_and_keeps_whole_lines_without_the_words(
-    corpus, monkeypatch
-):
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = (corpus / "markitdown/test_files/test.pdf").read_bytes()
     source = factories.data_source()
     narrowed = factories.upload(source, "test.pdf", data).file
@@ -199,7 +200,7 @@ def _assert_whole_lines_after(
     assert _stored_boxes(record) == _locations(data, narrowed=False)
 
 
-def test_page_words_are_read_in_the_sandbox_as_in_process(corpus):
+def test_page_words_are_read_in_the_sandbox_as_in_process(corpus: Path) -> None:
     data = (corpus / "markitdown/test_files/test.pdf").read_bytes()
     isolated = words_unpack(pdf_words_isolated(data))  # packed in the child
     in_process = DocumentWords.read(data).pages

@@ -8,13 +8,14 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from documents.converters.base import Conversion
 from documents.converters.pdf import PdfConverter
 from tests.support.corpus import CORPUS
 
 SPARSE = "markitdown/test_files/SPARSE-2024-INV-1234_borderless_table.pdf"
 
 
-def _convert(name: str):
+def _convert(name: str) -> Conversion:
     return PdfConverter().convert((CORPUS / name).read_bytes())
 
 
@@ -33,7 +34,7 @@ def _expected_rows(path: Path, first: str, count: int) -> list[list[str]]:
     return rows[start : start + count]
 
 
-def test_a_sparse_borderless_table_keeps_every_cell_in_its_column():
+def test_a_sparse_borderless_table_keeps_every_cell_in_its_column() -> None:
     """The grid of markitdown's expected output, empty cells included, and its
     bold header row is the table's header, not a heading."""
     conversion = _convert(SPARSE)
@@ -47,7 +48,7 @@ def test_a_sparse_borderless_table_keeps_every_cell_in_its_column():
     assert conversion.metadata["tables"] == 2  # and the ruled table further down
 
 
-def test_centred_columns_are_matched_under_their_header():
+def test_centred_columns_are_matched_under_their_header() -> None:
     """PyMuPDF's borderless example: 4 columns x 5 rows (its test adds the rules)."""
     rows = _rows(_convert("pymupdf/small-table.pdf").markdown)
     assert rows == [
@@ -59,7 +60,7 @@ def test_centred_columns_are_matched_under_their_header():
     ]
 
 
-def test_a_borderless_table_in_a_two_column_paper_is_found():
+def test_a_borderless_table_in_a_two_column_paper_is_found() -> None:
     rows = _rows(_convert("py-pdf-sample-files/026-latex-multicolumn/multicolumn.pdf").markdown)
     assert rows[0] == [
         "Country",
@@ -81,13 +82,13 @@ def test_a_borderless_table_in_a_two_column_paper_is_found():
         "markitdown/test_files/RECEIPT-2024-TXN-98765_retail_purchase.pdf",
     ],
 )
-def test_prose_lists_and_columns_of_text_are_not_tables(name: str):
+def test_prose_lists_and_columns_of_text_are_not_tables(name: str) -> None:
     conversion = _convert(name)
     assert conversion.metadata["tables"] == 0
     assert not _rows(conversion.markdown)
 
 
-def test_every_cell_box_holds_its_cell_text():
+def test_every_cell_box_holds_its_cell_text() -> None:
     """Each cell's recorded box, read back by PyMuPDF, gives the cell's words."""
     conversion = _convert(SPARSE)
     markdown = conversion.markdown
@@ -105,7 +106,7 @@ def test_every_cell_box_holds_its_cell_text():
     assert checked >= 60
 
 
-def test_a_table_that_starts_with_data_gets_an_empty_header():
+def test_a_table_that_starts_with_data_gets_an_empty_header() -> None:
     """A form or a table of contents has no row of column names: its first row
     stays data under an empty header, and no leftover row becomes a heading."""
     repair = _convert("markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf").markdown
@@ -125,7 +126,7 @@ def _without_empty_columns(rows: list[list[str]]) -> list[list[str]]:
     return [[row[k] for k in keep] for row in rows]
 
 
-def test_row_labels_left_of_the_column_names_are_the_first_column():
+def test_row_labels_left_of_the_column_names_are_the_first_column() -> None:
     """A header naming only the value columns (Hours, Rate, Cost) over rows that
     start with a label: the labels are the table's first column, a label alone on
     its row ("Supplies") stays a row, as in markitdown's expected output."""
@@ -148,7 +149,7 @@ def test_row_labels_left_of_the_column_names_are_the_first_column():
     assert rows[start + 10] == ["Sales Tax", "", "10.20%", "278.46"]
 
 
-def test_a_lone_line_under_a_labelled_table_is_not_a_row():
+def test_a_lone_line_under_a_labelled_table_is_not_a_row() -> None:
     """A short line starting where the labels start, right under the table, is
     text after it: a label needs values below it to be a row."""
     document = pymupdf.open()
@@ -175,7 +176,7 @@ def test_a_lone_line_under_a_labelled_table_is_not_a_row():
     assert "\nThank you" in markdown
 
 
-def test_a_summary_table_of_one_full_row_is_a_table():
+def test_a_summary_table_of_one_full_row_is_a_table() -> None:
     """markitdown's booking order: "Booking Summary" and "Account Representatives"
     are a header over one row of values, as its expected output has them; a table
     whose rows are overprinted by other text ("Show Details") stays text."""
@@ -193,7 +194,7 @@ def test_a_summary_table_of_one_full_row_is_a_table():
     assert "This booking order is subject to cinema availability and standard terms." in markdown
 
 
-def test_notes_in_smaller_type_under_rows_stay_in_the_table():
+def test_notes_in_smaller_type_under_rows_stay_in_the_table() -> None:
     """The booking order's show schedule sets each film's runtime and offer in
     6 pt under its title, running on over the next columns: every film is a row,
     each note a row of its own in the title's column, its box around its words."""
@@ -219,7 +220,7 @@ def test_notes_in_smaller_type_under_rows_stay_in_the_table():
             assert [w[4] for w in document[0].get_text("words", clip=clip)] == note.split()
 
 
-def test_a_caption_under_a_table_in_smaller_type_is_text_after_it():
+def test_a_caption_under_a_table_in_smaller_type_is_text_after_it() -> None:
     document = pymupdf.open()
     page = document.new_page()
     for x, name in ((72, "Item"), (200, "Quantity"), (300, "Price")):
@@ -252,7 +253,7 @@ def _table_then(lines: list[tuple[str, float]], header_size: float = 10) -> str:
     return PdfConverter().convert(document.tobytes()).markdown
 
 
-def test_lines_under_a_table_stay_text_after_it():
+def test_lines_under_a_table_stay_text_after_it() -> None:
     """Under a header set larger than its rows, prose in the rows' type is no note;
     two caption lines in small type are text after the table, as one caption is."""
     table = [["Item", "Quantity", "Price"], ["Bolts", "40", "$4.00"], ["Nuts", "40", "$2.00"]]

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import time
+from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.http import FileResponse
 from rest_framework.test import APIClient
 
 from documents.models import Chunk, File, Location
 from tests import factories
 from tests.conftest import wait_for_status
 from tests.support import squad
+from tests.support.http import streamed
 from tests.support.invariants import assert_chunk_invariants
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -38,7 +42,9 @@ def _assert_ingested(record: File) -> list[Chunk]:
     return chunks
 
 
-def test_markdown_uploaded_through_the_api_reaches_ready(celery_worker, corpus):
+def test_markdown_uploaded_through_the_api_reaches_ready(
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     org = factories.organization()
     factories.data_source(org)
     key = factories.api_key(org)
@@ -69,7 +75,7 @@ def test_markdown_uploaded_through_the_api_reaches_ready(celery_worker, corpus):
     assert len(record.data_source.vector_database.index_hash) == 64
 
 
-def test_plain_text_and_front_matter_are_ingested(celery_worker):
+def test_plain_text_and_front_matter_are_ingested(celery_worker: WorkerProcess) -> None:
     source = factories.data_source()
     text = factories.upload(source, "notes.txt", b"Plain notes.\nSecond line of notes.\n").file
     front = factories.upload(
@@ -85,7 +91,9 @@ def test_plain_text_and_front_matter_are_ingested(celery_worker):
     assert chunk.hierarchy == ["Leave"]
 
 
-def test_a_new_revision_supersedes_the_old_one_which_stays_readable(celery_worker):
+def test_a_new_revision_supersedes_the_old_one_which_stays_readable(
+    celery_worker: WorkerProcess,
+) -> None:
     source = factories.data_source()
     key = factories.api_key(source.organization)
     first = factories.upload(source, "policy.md", b"# Policy\n\nKeep records five years.\n").file
@@ -99,11 +107,14 @@ def test_a_new_revision_supersedes_the_old_one_which_stays_readable(celery_worke
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     old = client.get(f"/v1/flow/files/{first.pk}/content")
-    assert b"".join(old.streaming_content) == b"# Policy\n\nKeep records five years.\n"
+    assert isinstance(old, FileResponse)
+    assert streamed(old) == b"# Policy\n\nKeep records five years.\n"
     assert client.get(f"/v1/flow/files/{first.pk}").json()["is_current"] is False
 
 
-def test_a_failed_new_revision_leaves_the_previous_one_current(celery_worker):
+def test_a_failed_new_revision_leaves_the_previous_one_current(
+    celery_worker: WorkerProcess,
+) -> None:
     source = factories.data_source()
     key = factories.api_key(source.organization)
     first = factories.upload(source, "policy.md", b"# Policy\n\nKeep records five years.\n").file
@@ -120,7 +131,9 @@ def test_a_failed_new_revision_leaves_the_previous_one_current(celery_worker):
     assert client.get(f"/v1/flow/files/{second.pk}").json()["is_current"] is False
 
 
-def test_a_bad_file_fails_with_a_reason_and_the_next_one_still_ingests(celery_worker, corpus):
+def test_a_bad_file_fails_with_a_reason_and_the_next_one_still_ingests(
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     source = factories.data_source()
     # valid UTF-8 where the upload sniffs it, mostly binary further in: only conversion sees it
     broken = b"# Title\n\n" + b"All good text. " * 1000 + bytes(range(128, 256)) * 40
@@ -132,7 +145,9 @@ def test_a_bad_file_fails_with_a_reason_and_the_next_one_still_ingests(celery_wo
     assert wait_for_status(good.pk).status == "ready"
 
 
-def test_a_worker_killed_mid_embedding_loses_and_duplicates_nothing(celery_worker, corpus):
+def test_a_worker_killed_mid_embedding_loses_and_duplicates_nothing(
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     """kill -9 the worker during embedding; a restarted worker finishes the file exactly once."""
     source = factories.data_source()
     articles = squad.load(corpus)
@@ -173,7 +188,7 @@ def _slow_to_read_pdf(pages: int) -> bytes:
     return document.tobytes()
 
 
-def test_a_long_conversion_shows_its_pages_while_it_runs(celery_worker):
+def test_a_long_conversion_shows_its_pages_while_it_runs(celery_worker: WorkerProcess) -> None:
     """The worker saves the sandbox's page count as it converts: the API and the
     library page show "n of N pages converted" before conversion ends."""
     org = factories.organization()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,9 @@ def redis_url() -> str:
     return url
 
 
-def test_ingest_command_and_worker_over_redis(redis_url, corpus, django_db_setup):
+def test_ingest_command_and_worker_over_redis(
+    redis_url: str, corpus: Path, django_db_setup: None
+) -> None:
     factories.organization("Redis Org")
     env = {"CELERY_BROKER_URL": redis_url}
     worker = WorkerProcess("redis", extra_env=env)
@@ -69,5 +72,6 @@ def test_ingest_command_and_worker_over_redis(redis_url, corpus, django_db_setup
     # the work went through this Redis database: kombu bound our queues there
     import redis
 
-    bound = {k.decode() for k in redis.Redis.from_url(redis_url).keys("_kombu.binding.*")}
+    keys = redis.Redis.from_url(redis_url).keys("_kombu.binding.*")
+    bound = {k.decode() if isinstance(k, bytes) else k for k in keys}
     assert "_kombu.binding.celery" in bound, bound

@@ -31,23 +31,35 @@ import re
 import unicodedata
 import zipfile
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import pymupdf
 import pytest
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
+from pptx.shapes.autoshape import Shape
+from pptx.shapes.graphfrm import GraphicFrame
+from pptx.shapes.group import GroupShape
+from pptx.shapes.picture import Picture
 
-from documents.chunking import chunk_markdown
+from documents.chunking import ChunkSpan, chunk_markdown
 from documents.converters import ConversionError, converter_for
-from documents.locating import Locator
+from documents.locating import LocationDraft, Locator
 from documents.markdown_structure import MarkdownStructure
+from documents.models import Chunk, Location
 from documents.sniffing import sniff
 from documents.word_boxes import DocumentWords
 from tests.support.corpus import CORPUS, nonempty
 from tests.support.invariants import assert_chunk_invariants, headings_in_force
+
+if TYPE_CHECKING:
+    from pptx.chart.chart import Chart
+    from pptx.shapes.base import BaseShape
+
 
 FORMATS = {
     ".pdf": "pdf",
@@ -99,7 +111,7 @@ _SUMMARY: dict[str, _Tally] = defaultdict(_Tally)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _print_summary(request):
+def _print_summary(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     lines = ["", "provenance corpus summary (format: files, chunks, locations, verified words)"]
@@ -226,7 +238,15 @@ class _Headings:
         return self._index
 
 
-def assert_invariants_1_and_3(markdown, body_start, span, drafts, lines, *, headings) -> str:
+def assert_invariants_1_and_3(
+    markdown: str,
+    body_start: int,
+    span: ChunkSpan | Chunk,
+    drafts: Sequence[LocationDraft | Location],
+    lines: _Lines,
+    *,
+    headings: _Headings,
+) -> str:
     text = markdown[span.char_start : span.char_end]
     assert text.strip(), f"empty chunk at {span.char_start}"
     assert span.char_start >= body_start, "a chunk starts inside the front matter"
@@ -292,26 +312,31 @@ def _pptx_slide_texts(data: bytes) -> list[list[str]]:
     prs = Presentation(io.BytesIO(data))
     slides: list[list[str]] = []
 
-    def walk(shapes, out: list[str]) -> None:
+    def walk(shapes: Iterable[BaseShape], out: list[str]) -> None:
         for shape in shapes:
             out.append(shape.name or "")
             for el in shape._element.iter():
                 if isinstance(el.tag, str) and el.tag.endswith("}cNvPr"):
                     out.append(el.get("descr") or "")
             if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+                assert isinstance(shape, GroupShape), shape
                 walk(shape.shapes, out)
             if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+                assert isinstance(shape, Shape), shape  # the one kind with a text frame
                 out.append(shape.text_frame.text)
                 for paragraph in shape.text_frame.paragraphs:  # link addresses
                     for run in paragraph.runs:
                         with contextlib.suppress(Exception):
                             out.append(run.hyperlink.address or "")
             if getattr(shape, "has_table", False) and shape.has_table:
+                assert isinstance(shape, GraphicFrame), shape
                 out.extend(cell.text for row in shape.table.rows for cell in row.cells)
             if getattr(shape, "has_chart", False) and shape.has_chart:
+                assert isinstance(shape, GraphicFrame), shape
                 out.extend(_pptx_chart_texts(shape.chart))
-            with contextlib.suppress(Exception):  # not a picture / no image part
-                out.append(shape.image.ext)
+            if isinstance(shape, Picture):
+                with contextlib.suppress(Exception):  # no image part
+                    out.append(shape.image.ext)
 
     archive = zipfile.ZipFile(io.BytesIO(data))
     for slide in prs.slides:
@@ -324,7 +349,7 @@ def _pptx_slide_texts(data: bytes) -> list[list[str]]:
     return slides
 
 
-def _pptx_chart_texts(chart) -> list[str]:
+def _pptx_chart_texts(chart: Chart) -> list[str]:
     """A chart's title, categories, series names and values."""
     out: list[str] = []
     if chart.has_title and chart.chart_title.has_text_frame:
@@ -378,7 +403,7 @@ def _json_texts(data: bytes) -> list[str]:
     """Every key and value of a JSON document, as text."""
     out: list[str] = ["empty list"]  # the converter's label for []
 
-    def walk(value) -> None:
+    def walk(value: object) -> None:
         if isinstance(value, dict):
             for key, item in value.items():
                 out.append(key)
@@ -468,7 +493,9 @@ PAGE_BREAK_FACTS = {
 }
 
 
-def _check_docx_pages(markdown: str, drafts, seen: dict[str, int]) -> None:
+def _check_docx_pages(
+    markdown: str, drafts: Sequence[LocationDraft | Location], seen: dict[str, int]
+) -> None:
     for d in drafts:
         for marked in markdown[d.char_start : d.char_end].split("\n"):
             if not marked.strip():
@@ -485,7 +512,7 @@ def _check_docx_pages(markdown: str, drafts, seen: dict[str, int]) -> None:
 # --- the test ------------------------------------------------------------------------------
 
 
-def test_the_corpus_offers_every_format():
+def test_the_corpus_offers_every_format() -> None:
     kinds = {FORMATS[Path(n).suffix.lower()] for n in CORPUS_FILES}
     assert kinds == set(FORMATS.values())
     assert SCAN in CORPUS_FILES and PAGE_BREAKS_DOCX in CORPUS_FILES
@@ -493,7 +520,7 @@ def test_the_corpus_offers_every_format():
 
 
 @pytest.mark.parametrize("name", CORPUS_FILES, ids=_case_id)
-def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  # noqa: C901
+def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name: str, corpus: Path) -> None:  # noqa: C901
     path = corpus / name
     data = path.read_bytes()
     kind = sniff(head=data[:8192], name=path.name, path=str(path)).kind
@@ -549,12 +576,13 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
                 if kind in {"markdown", "json", "html"}:
                     assert d.page_number is None and d.boxes == [], d
                 else:
-                    assert d.page_number is not None
+                    assert d.page_number is not None and conversion.page_count is not None
                     assert 1 <= d.page_number <= conversion.page_count, d
                 if kind == "pdf":
                     if not words:
                         continue  # Markdown syntax only (a table rule): nothing to find
                     assert d.boxes, f"{name}: location {d.char_start}-{d.char_end} has no boxes"
+                    assert pdf is not None and d.page_number is not None
                     page = pdf[d.page_number - 1]
                     limit = page.rect + (-2, -2, 2, 2)
                     notes = _pdf_annotations(page)
@@ -575,10 +603,12 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
                         assert int(match.group(1)) == d.page_number, (
                             f"heading {match.group(0)!r} located on slide {d.page_number}"
                         )
+                    assert slides is not None and d.page_number is not None
                     haystack = slides[d.page_number - 1]
                 else:  # page-less formats and DOCX: words read from the whole original
                     if name == PAGE_BREAKS_DOCX:  # DOCX pages against Word's rendered breaks
                         _check_docx_pages(markdown, [d], docx_pages_seen)
+                    assert document is not None
                     haystack = document
                 found = [w for w in words if w in haystack]
                 missing = [w for w in words if w not in haystack]
@@ -607,5 +637,5 @@ def test_every_chunk_of_every_corpus_file_keeps_its_provenance(name, corpus):  #
         assert docx_pages_seen.keys() == PAGE_BREAK_FACTS.keys(), "some text was never located"
         assert conversion.page_count == 6
     assert file_words > 0, f"{name}: no words verified"
-    rate = f"{file_verified}/{file_words}" if file_words else "-"
-    print(f"{name}: {len(spans)} chunks, words verified {rate}")
+    verified = f"{file_verified}/{file_words}" if file_words else "-"
+    print(f"{name}: {len(spans)} chunks, words verified {verified}")

@@ -17,16 +17,17 @@ import uuid
 import pytest
 from django.db import connection, connections, transaction
 
-from documents import ingestion
+from documents.ingestion.publish import publish
 from documents.leases import Lease
-from documents.models import Chunk, File
+from documents.models import Chunk, DataSource, File
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-def _revision(source, text: bytes) -> File:
+def _revision(source: DataSource, text: bytes) -> File:
     record = factories.upload(source, "policy.md", text).file
     assert wait_for_status(record.pk).status == "ready"
     return File.objects.get(pk=record.pk)
@@ -50,7 +51,7 @@ def _waiting_for_a_lock(timeout: float = 20) -> bool:
     return False
 
 
-def test_a_publish_locks_revisions_newest_first(celery_worker):
+def test_a_publish_locks_revisions_newest_first(celery_worker: WorkerProcess) -> None:
     source = factories.data_source()
     oldest = _revision(source, b"# Policy\n\nVersion zero.\n")
     middle = _revision(source, b"# Policy\n\nVersion one.\n")
@@ -65,7 +66,7 @@ def test_a_publish_locks_revisions_newest_first(celery_worker):
 
     def publish_newest() -> None:
         try:
-            assert ingestion._publish(lease, markdown)
+            assert publish(lease, markdown)
         except BaseException as error:  # reported by the test thread
             errors.append(error)
         finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import getpass
 import io
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -17,9 +18,10 @@ from citations.services import query_execute
 from documents import ingestion
 from documents.converters.pdf import PdfConverter
 from documents.ingestion import file_delete, file_reconvert
-from documents.models import Chunk, DocumentMarkdown, File
+from documents.models import Chunk, DataSource, DocumentMarkdown, File
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -33,7 +35,7 @@ def _run(*args: str) -> str:
     return out.getvalue()
 
 
-def _ingested_by_an_older_converter(source, corpus) -> File:
+def _ingested_by_an_older_converter(source: DataSource, corpus: Path) -> File:
     """A ready PDF whose Markdown is recorded as the previous converter version's:
     the state every PDF ingested before an upgrade is in."""
     record = factories.upload(source, "survey.pdf", (corpus / SURVEY).read_bytes()).file
@@ -43,8 +45,8 @@ def _ingested_by_an_older_converter(source, corpus) -> File:
 
 
 def test_reconvert_publishes_a_new_conversion_and_old_answers_keep_their_chunks(
-    celery_worker, corpus
-):
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     org = factories.organization()
     source = factories.data_source(org, "Legal aid")
     record = _ingested_by_an_older_converter(source, corpus)
@@ -100,8 +102,8 @@ def test_reconvert_publishes_a_new_conversion_and_old_answers_keep_their_chunks(
 
 
 def test_a_failed_reconversion_keeps_the_file_ready_on_its_previous_conversion(
-    celery_worker, corpus
-):
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     source = factories.data_source()
     record = _ingested_by_an_older_converter(source, corpus)
     old_markdown = record.markdowns.get(is_active=True)
@@ -136,7 +138,9 @@ def _held(record: File, *, status: str = "pending", hours: float = 0) -> None:
     )
 
 
-def test_a_revision_superseded_while_converted_again_stays_hidden(celery_worker, corpus):
+def test_a_revision_superseded_while_converted_again_stays_hidden(
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     source = factories.data_source()
     first = _ingested_by_an_older_converter(source, corpus)
     ready_at = File.objects.get(pk=first.pk).ready_at
@@ -160,7 +164,9 @@ def test_a_revision_superseded_while_converted_again_stays_hidden(celery_worker,
     _index_hash_follows_the_chunks()
 
 
-def test_converting_again_with_a_version_already_published_reuses_it(celery_worker, corpus):
+def test_converting_again_with_a_version_already_published_reuses_it(
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     """An old worker still running, or a rollback: no duplicate conversion, no crash."""
     source = factories.data_source()
     record = factories.upload(source, "survey.pdf", (corpus / SURVEY).read_bytes()).file
@@ -193,8 +199,8 @@ def test_converting_again_with_a_version_already_published_reuses_it(celery_work
 
 
 def test_reconvert_refuses_bad_input_and_leaves_failed_and_deleted_files_alone(
-    celery_worker, corpus
-):
+    celery_worker: WorkerProcess, corpus: Path
+) -> None:
     with pytest.raises(CommandError, match="no organization named 'Nobody'"):
         _run("--organization", "Nobody")
     with pytest.raises(CommandError, match="invalid choice: 'exe'"):
@@ -217,7 +223,7 @@ def test_reconvert_refuses_bad_input_and_leaves_failed_and_deleted_files_alone(
     assert File.objects.get(pk=failed.pk).error_message == "earlier failure"
 
 
-def _markdown_files(source, count: int) -> list[File]:
+def _markdown_files(source: DataSource, count: int) -> list[File]:
     """``count`` ready Markdown files recorded as an older converter's conversion."""
     records = [
         factories.upload(
@@ -231,7 +237,9 @@ def _markdown_files(source, count: int) -> list[File]:
     return records
 
 
-def test_reconvert_limit_queues_the_oldest_and_says_how_many_are_left(celery_worker):
+def test_reconvert_limit_queues_the_oldest_and_says_how_many_are_left(
+    celery_worker: WorkerProcess,
+) -> None:
     first, second, third = _markdown_files(factories.data_source(), 3)
     listing = _run("--dry-run", "--limit", "2")
     assert f"outdated  note-0.md ({first.pk})" in listing
@@ -249,7 +257,9 @@ def test_reconvert_limit_queues_the_oldest_and_says_how_many_are_left(celery_wor
     assert f"outdated  note-2.md ({third.pk})" in listing and "note-1.md" not in listing
 
 
-def test_a_reconversion_backlog_does_not_hold_back_a_new_upload(celery_worker):
+def test_a_reconversion_backlog_does_not_hold_back_a_new_upload(
+    celery_worker: WorkerProcess,
+) -> None:
     """Re-conversions wait on the background queue, which the worker takes from
     in turn with the uploads' queue: on one queue, the upload's three stages would
     each wait behind the backlog's and it would be ready about last."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +29,7 @@ def _zip(entries: dict[str, str]) -> bytes:
         ("docling/md/duck.md", "markdown"),
     ],
 )
-def test_corpus_files_are_recognised_by_content(corpus, path, kind):
+def test_corpus_files_are_recognised_by_content(corpus: Path, path: str, kind: str) -> None:
     data = (corpus / path).read_bytes()
     full = str(corpus / path)  # a ZIP's directory is at its end: sniffing reads the file
     assert sniff(head=data[:8192], name=path.rsplit("/", 1)[-1], path=full).kind == kind
@@ -36,7 +37,7 @@ def test_corpus_files_are_recognised_by_content(corpus, path, kind):
         assert sniff(head=data[:8192], name="upload", path=full).kind == kind
 
 
-def test_text_kinds_follow_the_extension_and_html_is_detected():
+def test_text_kinds_follow_the_extension_and_html_is_detected() -> None:
     assert sniff(head=b"plain words", name="a.txt").kind == "text"
     assert sniff(head=b"# Title", name="notes").kind == "markdown"
     assert sniff(head=b"# Title", name="README").kind == "markdown"  # no extension: fine
@@ -64,6 +65,6 @@ def test_text_kinds_follow_the_extension_and_html_is_detected():
         (b"%PDF-1.7\n", "invoice.pdf.js", r"\*\.js are not accepted"),
     ],
 )
-def test_unsupported_or_mismatched_content_is_refused(head, name, message):
+def test_unsupported_or_mismatched_content_is_refused(head: bytes, name: str, message: str) -> None:
     with pytest.raises(UnsupportedFile, match=message):
         sniff(head=head, name=name)

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from django.conf import settings
+from django.http import FileResponse
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from documents.models import File
+from documents.models import File, Organization
 from tests import factories
+from tests.support.http import streamed
+
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
 
 pytestmark = pytest.mark.django_db
 
@@ -29,13 +36,15 @@ def _stored_files() -> set[Path]:
 
 
 @pytest.fixture
-def tenant():
+def tenant() -> tuple[Organization, str]:
     org = factories.organization("Acme")
     factories.data_source(org, "Human Resources")
     return org, factories.api_key(org)
 
 
-def _post(client: APIClient, name: str, data: bytes, source: str = "Human Resources"):
+def _post(
+    client: APIClient, name: str, data: bytes, source: str = "Human Resources"
+) -> _MonkeyPatchedResponse:
     """A hand-built multipart body: Django's test client would strip path parts itself."""
     boundary = "----provenance-test-boundary"
     escaped = name.replace('"', "%22")
@@ -58,7 +67,9 @@ def _post(client: APIClient, name: str, data: bytes, source: str = "Human Resour
     )
 
 
-def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(tenant, corpus):
+def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(
+    tenant: tuple[Organization, str], corpus: Path
+) -> None:
     _, key = tenant
     data = (corpus / "docling/md/duck.md").read_bytes()
     response = _post(_client(key), "duck.md", data)
@@ -76,8 +87,8 @@ def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(tenant, c
     assert detail["progress"] == {"done": 0, "total": 0}
 
     content = _client(key).get(f"/v1/flow/files/{body['file_id']}/content")
-    assert content.status_code == 200
-    downloaded = b"".join(content.streaming_content)
+    assert content.status_code == 200 and isinstance(content, FileResponse)
+    downloaded = streamed(content)
     assert hashlib.sha256(downloaded).hexdigest() == body["sha256"]
     assert content["Content-Type"].startswith("text/markdown")
     assert 'attachment; filename="duck.md"' in content["Content-Disposition"]
@@ -91,7 +102,9 @@ def test_it_accepts_a_markdown_upload_and_streams_back_identical_bytes(tenant, c
         ("a;b 100%.md", "a_b 100_.md"),
     ],
 )
-def test_a_download_names_the_file_exactly_with_an_ascii_stand_in_first(tenant, name, fallback):
+def test_a_download_names_the_file_exactly_with_an_ascii_stand_in_first(
+    tenant: tuple[Organization, str], name: str, fallback: str
+) -> None:
     """RFC 6266: ``filename`` for clients that read only it, ``filename*`` for the
     exact name (Django sent only the latter for a non-ASCII name)."""
     from django.utils.http import parse_header_parameters
@@ -104,10 +117,13 @@ def test_a_download_names_the_file_exactly_with_an_ascii_stand_in_first(tenant, 
     assert header.startswith(f"attachment; filename=\"{fallback}\"; filename*=UTF-8''")
     kind, parameters = parse_header_parameters(header)
     assert (kind, parameters["filename"]) == ("attachment", name)  # filename* wins
-    assert header.isascii() and b"".join(content.streaming_content) == data
+    assert isinstance(content, FileResponse)
+    assert header.isascii() and streamed(content) == data
 
 
-def test_it_stores_originals_under_server_generated_names(tenant, corpus):
+def test_it_stores_originals_under_server_generated_names(
+    tenant: tuple[Organization, str], corpus: Path
+) -> None:
     _, key = tenant
     body = _post(
         _client(key),
@@ -119,7 +135,9 @@ def test_it_stores_originals_under_server_generated_names(tenant, corpus):
     assert record.kind == "pdf" and record.content_type == "application/pdf"
 
 
-def test_same_name_makes_a_new_revision_and_identical_bytes_are_detected(tenant):
+def test_same_name_makes_a_new_revision_and_identical_bytes_are_detected(
+    tenant: tuple[Organization, str],
+) -> None:
     _, key = tenant
     first = _post(_client(key), "policy.md", b"# Policy\n\nv1\n").json()
     again = _post(_client(key), "policy.md", b"# Policy\n\nv1\n")
@@ -142,8 +160,14 @@ def test_same_name_makes_a_new_revision_and_identical_bytes_are_detected(tenant)
     ],
 )
 def test_bad_uploads_get_a_clear_error_and_leave_nothing(
-    tenant, corpus, name, data, status, *, code
-):
+    tenant: tuple[Organization, str],
+    corpus: Path,
+    name: str,
+    data: bytes | None,
+    status: int,
+    *,
+    code: str,
+) -> None:
     _, key = tenant
     if data is None:
         data = (corpus / "hostile/markitdown/random.bin").read_bytes()
@@ -156,7 +180,9 @@ def test_bad_uploads_get_a_clear_error_and_leave_nothing(
     assert _stored_files() == before
 
 
-def test_a_zip_renamed_pdf_is_refused_by_content(tenant, tmp_path):
+def test_a_zip_renamed_pdf_is_refused_by_content(
+    tenant: tuple[Organization, str], tmp_path: Path
+) -> None:
     import zipfile
 
     _, key = tenant
@@ -169,7 +195,7 @@ def test_a_zip_renamed_pdf_is_refused_by_content(tenant, tmp_path):
     assert "EPUB" in response.json()["error"]["message"]
 
 
-def test_oversized_upload_is_refused(tenant):
+def test_oversized_upload_is_refused(tenant: tuple[Organization, str]) -> None:
     _, key = tenant
     with override_settings(PROVENANCE_MAX_UPLOAD_BYTES=1000):
         response = _post(_client(key), "big.md", b"# x\n" + b"a" * 2000)
@@ -178,19 +204,22 @@ def test_oversized_upload_is_refused(tenant):
     assert File.objects.count() == 0
 
 
-def test_unknown_data_source_is_a_400_naming_the_parameter(tenant):
+def test_unknown_data_source_is_a_400_naming_the_parameter(
+    tenant: tuple[Organization, str],
+) -> None:
     _, key = tenant
     response = _post(_client(key), "a.md", b"# a\n", source="Nope")
     assert response.status_code == 400
     assert response.json()["error"] == {
-        "message": "unknown data source 'Nope'",
+        "message": "unknown data source 'Nope': create it first "
+        "(POST /v1/flow/data-sources with its name, an editor's or admin's key)",
         "type": "invalid_request_error",
         "param": "data_source",
         "code": "unknown_data_source",
     }
 
 
-def test_missing_file_field_is_a_400(tenant):
+def test_missing_file_field_is_a_400(tenant: tuple[Organization, str]) -> None:
     _, key = tenant
     response = _client(key).post(
         "/v1/flow/files", {"data_source": "Human Resources"}, format="multipart"
@@ -199,7 +228,7 @@ def test_missing_file_field_is_a_400(tenant):
     assert response.json()["error"]["param"] == "file"
 
 
-def test_wrong_or_missing_key_is_401(tenant):
+def test_wrong_or_missing_key_is_401(tenant: tuple[Organization, str]) -> None:
     assert _post(_client(None), "a.md", b"# a\n").status_code == 401
     assert _post(_client("pvk_nothere_secret"), "a.md", b"# a\n").status_code == 401
     response = APIClient().get("/v1/flow/files/x", HTTP_AUTHORIZATION="Basic abc")
@@ -207,7 +236,7 @@ def test_wrong_or_missing_key_is_401(tenant):
     assert response.json()["error"]["type"] == "authentication_error"
 
 
-def test_organization_header_must_match_the_key(tenant):
+def test_organization_header_must_match_the_key(tenant: tuple[Organization, str]) -> None:
     org, key = tenant
     client = _client(key)
     assert (
@@ -226,7 +255,7 @@ def test_organization_header_must_match_the_key(tenant):
     )
 
 
-def test_another_tenant_cannot_see_or_download_a_file(tenant):
+def test_another_tenant_cannot_see_or_download_a_file(tenant: tuple[Organization, str]) -> None:
     _, key = tenant
     body = _post(_client(key), "secret.md", b"# Secret\n\nsalary table\n").json()
     other = factories.organization("Globex")
@@ -237,7 +266,7 @@ def test_another_tenant_cannot_see_or_download_a_file(tenant):
     assert _client(other_key).get("/v1/flow/files/not-a-uuid").status_code == 404
 
 
-def test_api_keys_are_stored_hashed(tenant):
+def test_api_keys_are_stored_hashed(tenant: tuple[Organization, str]) -> None:
     from documents.models import ApiKey
 
     _, key = tenant
@@ -246,7 +275,9 @@ def test_api_keys_are_stored_hashed(tenant):
     assert row.key_hash == hashlib.sha256(key.encode()).hexdigest()
 
 
-def test_last_used_at_is_recorded_without_a_write_per_request(tenant):
+def test_last_used_at_is_recorded_without_a_write_per_request(
+    tenant: tuple[Organization, str],
+) -> None:
     """Set on first use, then refreshed at most once per LAST_USED_RESOLUTION, so reads
     are not turned into writes."""
     from django.db import connection
@@ -267,14 +298,17 @@ def test_last_used_at_is_recorded_without_a_write_per_request(tenant):
 
     ApiKey.objects.update(last_used_at=first - LAST_USED_RESOLUTION)
     assert _client(key).get("/v1/flow/files/not-a-uuid").status_code == 404
-    assert ApiKey.objects.get().last_used_at > first
+    last_used = ApiKey.objects.get().last_used_at
+    assert last_used is not None and last_used > first
 
 
-def _delete(client: APIClient, file_id: str, body: object):
+def _delete(client: APIClient, file_id: object, body: object) -> _MonkeyPatchedResponse:
     return client.delete(f"/v1/flow/files/{file_id}", body, format="json")
 
 
-def test_deleting_a_file_needs_a_reason_records_once_and_answers_409_after(tenant):
+def test_deleting_a_file_needs_a_reason_records_once_and_answers_409_after(
+    tenant: tuple[Organization, str],
+) -> None:
     from audit.models import DocumentEvent
 
     org, key = tenant
@@ -308,7 +342,36 @@ def test_deleting_a_file_needs_a_reason_records_once_and_answers_409_after(tenan
     assert back.json()["revision"] == 2 and back.json()["deleted_at"] is None
 
 
-def test_another_tenants_file_cannot_be_deleted(tenant):
+def test_a_deletion_reason_may_come_in_the_query_string_and_the_body_wins(
+    tenant: tuple[Organization, str],
+) -> None:
+    """Some HTTP clients send no body with DELETE: ``?reason=`` is their way."""
+    from audit.models import DocumentEvent
+
+    org, key = tenant
+    source = org.data_sources.get()
+    first = factories.upload(source, "leave.md", b"# Leave\n\nTwenty days.\n").file
+    second = factories.upload(source, "travel.md", b"# Travel\n\nBy train.\n").file
+    client = _client(key)
+    for query, code in (
+        ("?reason=", "reason_required"),
+        ("?reason=" + "x" * 2001, "reason_too_long"),
+    ):
+        response = client.delete(f"/v1/flow/files/{first.pk}{query}")
+        assert response.status_code == 400 and response.json()["error"]["code"] == code
+        assert response.json()["error"]["param"] == "reason"
+
+    deleted = client.delete(f"/v1/flow/files/{first.pk}?reason=superseded%20by%20v2")
+    assert deleted.status_code == 200 and deleted.json()["deletion_reason"] == "superseded by v2"
+    both = _delete(client, f"{second.pk}?reason=from%20the%20query", {"reason": "from the body"})
+    assert both.status_code == 200
+    recorded = DocumentEvent.objects.filter(kind="deletion").order_by("id")
+    assert [e.reason for e in recorded] == ["superseded by v2", "from the body"]
+    first.refresh_from_db()
+    assert first.deletion_reason == "superseded by v2"
+
+
+def test_another_tenants_file_cannot_be_deleted(tenant: tuple[Organization, str]) -> None:
     org, _ = tenant
     record = factories.upload(org.data_sources.get(), "leave.md", b"# Leave\n\nTwenty days.\n").file
     other = factories.organization("Globex")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 _EMBEDDED = re.compile(r"embedded (\d+) chunks of (\S+):")
 
 
-def _handbook(corpus, *, changed: bool = False) -> bytes:
+def _handbook(corpus: Path, *, changed: bool = False) -> bytes:
     """Two SQuAD articles as one Markdown document; ``changed`` rewrites one paragraph."""
     text = "\n".join(squad.article_markdown(a) for a in squad.load(corpus)[:2])
     if changed:
@@ -43,7 +44,7 @@ def _ingest(record: File) -> File:
     return record
 
 
-def _model_runs(caplog, record: File) -> int:
+def _model_runs(caplog: pytest.LogCaptureFixture, record: File) -> int:
     """Chunks of ``record`` the model embedded, by the embed stage's log."""
     return sum(
         int(m.group(1))
@@ -61,7 +62,9 @@ def _vectors(markdown: DocumentMarkdown) -> dict[str, np.ndarray]:
     }
 
 
-def test_a_new_revision_embeds_only_the_chunks_whose_text_changed(corpus, caplog):
+def test_a_new_revision_embeds_only_the_chunks_whose_text_changed(
+    corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="documents.ingestion")
     source = factories.data_source()
     first = _ingest(factories.upload(source, "handbook.md", _handbook(corpus)).file)
@@ -90,7 +93,9 @@ def test_a_new_revision_embeds_only_the_chunks_whose_text_changed(corpus, caplog
     assert second.progress_done == second.progress_total == len(after)
 
 
-def test_converting_again_with_the_same_text_runs_the_model_on_nothing(corpus, caplog):
+def test_converting_again_with_the_same_text_runs_the_model_on_nothing(
+    corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="documents.ingestion")
     record = _ingest(factories.upload(factories.data_source(), "a.md", _handbook(corpus)).file)
     old = record.markdowns.get(is_active=True)
@@ -108,7 +113,9 @@ def test_converting_again_with_the_same_text_runs_the_model_on_nothing(corpus, c
     assert all(np.array_equal(new_vectors[t], old_vectors[t]) for t in new_vectors)
 
 
-def test_vectors_are_not_taken_from_another_document_or_another_tenant(corpus, caplog):
+def test_vectors_are_not_taken_from_another_document_or_another_tenant(
+    corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="documents.ingestion")
     source = factories.data_source()
     _ingest(factories.upload(source, "handbook.md", _handbook(corpus)).file)
@@ -123,7 +130,9 @@ def test_vectors_are_not_taken_from_another_document_or_another_tenant(corpus, c
     assert "reused" not in caplog.text
 
 
-def test_vectors_stay_in_their_vector_database(corpus, caplog):
+def test_vectors_stay_in_their_vector_database(
+    corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The same document re-pointed at another index of its organisation: its next
     revision is embedded by the model, not given the other index's vectors."""
     caplog.set_level(logging.INFO, logger="documents.ingestion")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -29,14 +30,14 @@ def _as_read(pages: list) -> list[list[list]]:
 
 
 @pytest.mark.parametrize("path", PDFS, ids=lambda p: p.name)
-def test_every_word_and_box_comes_back_exactly(path):
+def test_every_word_and_box_comes_back_exactly(path: Path) -> None:
     pages = pdf_page_words(path.read_bytes())
     unpacked = words_unpack(words_pack(pages))
     assert len(unpacked) == len(pages)
     assert [unpacked[i] for i in range(len(unpacked))] == _as_read(pages)
 
 
-def test_pages_are_unpacked_when_asked_for_and_only_those_exist():
+def test_pages_are_unpacked_when_asked_for_and_only_those_exist() -> None:
     pages = pdf_page_words(MULTIPAGE.read_bytes())
     unpacked = words_unpack(words_pack(pages))
     assert len(pages) == 4 and all(pages)
@@ -45,10 +46,12 @@ def test_pages_are_unpacked_when_asked_for_and_only_those_exist():
         unpacked[4]
     words = DocumentWords(unpacked)
     assert words(5) is None and words(0) is None
-    assert [w.text for w in words(2).words] == [w.text for w in DocumentWords(pages)(2).words]
+    page, original = words(2), DocumentWords(pages)(2)
+    assert page is not None and original is not None
+    assert [w.text for w in page.words] == [w.text for w in original.words]
 
 
-def test_words_kept_by_the_previous_version_are_still_read():
+def test_words_kept_by_the_previous_version_are_still_read() -> None:
     pages = _as_read(pdf_page_words(MULTIPAGE.read_bytes()))
     legacy = zlib.compress(json.dumps(pages, separators=(",", ":")).encode(), 1)
     assert words_unpack(legacy) == pages
@@ -74,7 +77,7 @@ def _packed(counts: object, texts: object, boxes: bytes) -> bytes:
         pytest.param(b"words/2\nnot zlib", id="not-compressed"),
     ],
 )
-def test_damaged_packings_are_refused(packed):
+def test_damaged_packings_are_refused(packed: bytes) -> None:
     with pytest.raises((ValueError, zlib.error)):
         words_unpack(packed)
 
@@ -95,7 +98,7 @@ def _legacy(pages: object) -> bytes:
         pytest.param(zlib.compress(b"[" * 10)[:-3], id="cut-short"),
     ],
 )
-def test_damaged_words_of_the_previous_version_are_refused(packed):
+def test_damaged_words_of_the_previous_version_are_refused(packed: bytes) -> None:
     """A compromised child chooses whether to send the new packing's first bytes:
     the JSON path is checked as strictly, before any page is used."""
     with pytest.raises(ValueError):
@@ -103,7 +106,7 @@ def test_damaged_words_of_the_previous_version_are_refused(packed):
 
 
 @pytest.mark.parametrize("prefix", [b"words/2\n", b""], ids=["packed", "legacy"])
-def test_a_packing_that_inflates_past_the_limit_is_refused(prefix):
+def test_a_packing_that_inflates_past_the_limit_is_refused(prefix: bytes) -> None:
     """~260 MB of zeros compress to ~250 KB: never inflated in the worker."""
     inflater = zlib.compressobj(9)
     bomb = inflater.compress(b"\0" * (UNPACKED_LIMIT + 1024 * 1024)) + inflater.flush()

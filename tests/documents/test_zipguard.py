@@ -21,7 +21,7 @@ def archive(entries: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> by
     return buffer.getvalue()
 
 
-def test_real_office_files_pass():
+def test_real_office_files_pass() -> None:
     for name in (
         "markitdown/test_files/test.docx",
         "markitdown/test_files/test.pptx",
@@ -30,7 +30,7 @@ def test_real_office_files_pass():
         check_zip((CORPUS / name).read_bytes())
 
 
-def test_high_ratio_entry_is_refused_quickly():
+def test_high_ratio_entry_is_refused_quickly() -> None:
     data = archive({"word/document.xml": b"<a/>" + b"\0" * (100 * 1024 * 1024)})
     start = time.perf_counter()
     with pytest.raises(ConversionError, match=r"expands \d+x \(100.0 MB, limit 200x\)"):
@@ -38,7 +38,7 @@ def test_high_ratio_entry_is_refused_quickly():
     assert time.perf_counter() - start < 1  # declared sizes only, nothing inflated
 
 
-def test_total_declared_size_is_limited():
+def test_total_declared_size_is_limited() -> None:
     data = archive(
         {f"part{i}.bin": b"\0" * (2 * 1024 * 1024) for i in range(3)}, zipfile.ZIP_STORED
     )
@@ -48,13 +48,13 @@ def test_total_declared_size_is_limited():
         check_zip(data, max_total_bytes=4 * 1024 * 1024)
 
 
-def test_entry_count_is_limited():
+def test_entry_count_is_limited() -> None:
     data = archive({f"f{i}.txt": b"x" for i in range(20)})
     with pytest.raises(ConversionError, match="20 entries"):
         check_zip(data, max_entries=10)
 
 
-def test_overall_ratio_is_limited():
+def test_overall_ratio_is_limited() -> None:
     data = archive({f"f{i}.bin": b"\0" * (900 * 1024) for i in range(4)})
     with pytest.raises(ConversionError, match="overall"):
         check_zip(data)
@@ -70,12 +70,12 @@ def test_overall_ratio_is_limited():
         ),
     ],
 )
-def test_dtd_and_entities_are_refused(xml):
+def test_dtd_and_entities_are_refused(xml: bytes) -> None:
     with pytest.raises(ConversionError, match="declares a DTD or XML entities"):
         check_zip(archive({"[Content_Types].xml": b"<Types/>", "word/document.xml": xml}))
 
 
-def test_corpus_hostile_archives():
+def test_corpus_hostile_archives() -> None:
     with pytest.raises(ConversionError, match="DTD or XML entities"):
         check_zip((CORPUS / "hostile/poi/ExternalEntityInText.docx").read_bytes())
     with pytest.raises(ConversionError, match="DTD or XML entities|zip bomb"):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from pytest_django import DjangoDbBlocker
 
 from citations.llm_apps import app_create
 from citations.models import App
@@ -19,6 +20,7 @@ from documents.models import Organization
 from evaluation.squad import article_markdown
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 ARTICLES = ("1973_oil_crisis", "Victoria_(Australia)")
 GLOBEX_RULES = b"# Globex rules\n\n## Invoices\n\nGlobex keeps invoices for three years only.\n"
@@ -36,11 +38,11 @@ class Shelf:
 
 @pytest.fixture(scope="package")
 def shelf(
-    django_db_setup,
-    django_db_blocker,
-    celery_worker,
-    corpus,
-    tmp_path_factory,
+    django_db_setup: None,
+    django_db_blocker: DjangoDbBlocker,
+    celery_worker: WorkerProcess,
+    corpus: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Shelf]:
     folder = tmp_path_factory.mktemp("squad")
     data = json.loads((corpus / "qa/squad-v1.1-dev-subset6.json").read_text())

@@ -5,33 +5,31 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
 
-from audit.roles import OFFICER_GROUP
-from documents.models import OrganizationMember
+from documents.models import Organization, OrganizationMember
 from evaluation.models import EvaluationRun
-from tests.evaluation.conftest import gold_sample
+from tests.evaluation.conftest import Shelf, gold_sample
 
 pytestmark = pytest.mark.django_db
 
 
-def _staff(org, name: str, *, officer: bool = True) -> Client:
+def _staff(org: Organization, name: str, *, officer: bool = True) -> Client:
     user = get_user_model().objects.create_user(name, password="pass-123-xyz", is_staff=True)
-    if officer:
-        user.groups.add(Group.objects.get(name=OFFICER_GROUP))
-    OrganizationMember.objects.create(organization=org, user=user)
+    role = "officer" if officer else "viewer"
+    OrganizationMember.objects.create(organization=org, user=user, role=role)
     client = Client()
     client.force_login(user)
     return client
 
 
 @pytest.fixture
-def runs(shelf, tmp_path):
+def runs(shelf: Shelf, tmp_path: Path) -> tuple[EvaluationRun, EvaluationRun, EvaluationRun]:
     """Two Acme runs of the same questions (the second with a stricter app) and a Globex one."""
     gold = gold_sample(shelf, tmp_path, every=29, count=4)
     call_command("evaluate", app="SQuAD", gold=str(gold), out=str(tmp_path / "a"))
@@ -50,7 +48,9 @@ def runs(shelf, tmp_path):
     return first, second, EvaluationRun.objects.latest("created_at")
 
 
-def test_an_officer_lists_only_the_runs_of_their_organization(shelf, runs):
+def test_an_officer_lists_only_the_runs_of_their_organization(
+    shelf: Shelf, runs: tuple[EvaluationRun, EvaluationRun, EvaluationRun]
+) -> None:
     first, second, globex = runs
     page = _staff(shelf.acme, "olivia").get("/admin/evaluation/evaluationrun/")
     assert page.status_code == 200
@@ -62,7 +62,9 @@ def test_an_officer_lists_only_the_runs_of_their_organization(shelf, runs):
     assert "Start an evaluation" in html
 
 
-def test_the_run_page_shows_figures_plots_and_items_linked_to_their_answers(shelf, runs):
+def test_the_run_page_shows_figures_plots_and_items_linked_to_their_answers(
+    shelf: Shelf, runs: tuple[EvaluationRun, EvaluationRun, EvaluationRun]
+) -> None:
     first, _, _ = runs
     client = _staff(shelf.acme, "olivia")
     page = client.get(f"/admin/evaluation/evaluationrun/{first.pk}/change/")
@@ -80,7 +82,9 @@ def test_the_run_page_shows_figures_plots_and_items_linked_to_their_answers(shel
     assert client.get(f"/admin/evaluation/evaluationrun/{first.pk}/plot/x.png").status_code == 404
 
 
-def test_two_runs_side_by_side_show_the_items_that_changed_verdict(shelf, runs):
+def test_two_runs_side_by_side_show_the_items_that_changed_verdict(
+    shelf: Shelf, runs: tuple[EvaluationRun, EvaluationRun, EvaluationRun]
+) -> None:
     first, second, _ = runs
     page = _staff(shelf.acme, "olivia").get(
         f"/admin/evaluation/evaluationrun/compare/?a={first.pk}&b={second.pk}"
@@ -95,7 +99,9 @@ def test_two_runs_side_by_side_show_the_items_that_changed_verdict(shelf, runs):
     assert html.count('<tr class="changed">') == len(changed)
 
 
-def test_another_organization_gets_404_everywhere(shelf, runs):
+def test_another_organization_gets_404_everywhere(
+    shelf: Shelf, runs: tuple[EvaluationRun, EvaluationRun, EvaluationRun]
+) -> None:
     first, second, _ = runs
     client = _staff(shelf.globex, "gus")
     base = "/admin/evaluation/evaluationrun"
@@ -106,7 +112,9 @@ def test_another_organization_gets_404_everywhere(shelf, runs):
     assert client.get(f"{base}/compare/?a=nonsense&b={second.pk}").status_code == 404
 
 
-def test_an_officer_cannot_start_a_run_of_another_organizations_app(shelf, runs):
+def test_an_officer_cannot_start_a_run_of_another_organizations_app(
+    shelf: Shelf, runs: tuple[EvaluationRun, EvaluationRun, EvaluationRun]
+) -> None:
     before = EvaluationRun.objects.count()
     client = _staff(shelf.globex, "gus")
     gold = io.BytesIO(b'{"question": "Where is Victoria?"}\n')
@@ -118,7 +126,7 @@ def test_an_officer_cannot_start_a_run_of_another_organizations_app(shelf, runs)
     assert EvaluationRun.objects.count() == before
 
 
-def test_a_bad_gold_file_in_the_admin_names_its_lines(shelf):
+def test_a_bad_gold_file_in_the_admin_names_its_lines(shelf: Shelf) -> None:
     client = _staff(shelf.acme, "olivia")
     gold = io.BytesIO(b'{"question": "ok"}\n{"paraphrases": []}\nnope\n')
     gold.name = "g.jsonl"
@@ -130,14 +138,16 @@ def test_a_bad_gold_file_in_the_admin_names_its_lines(shelf):
     assert not EvaluationRun.objects.exists()
 
 
-def test_staff_without_the_start_permission_get_403(shelf):
+def test_staff_without_the_start_permission_get_403(shelf: Shelf) -> None:
     client = _staff(shelf.acme, "vera", officer=False)
     assert client.get("/admin/evaluation/evaluationrun/start/").status_code == 403
 
 
-def test_officers_may_view_runs_and_start_one_but_change_nothing(shelf, runs):
+def test_officers_may_view_runs_and_start_one_but_change_nothing(
+    shelf: Shelf, runs: tuple[EvaluationRun, EvaluationRun, EvaluationRun]
+) -> None:
     officer = get_user_model().objects.create_user("o2", is_staff=True)
-    officer.groups.add(Group.objects.get(name=OFFICER_GROUP))
+    OrganizationMember.objects.create(organization=shelf.acme, user=officer, role="officer")
     assert officer.has_perm("evaluation.view_evaluationrun")
     assert officer.has_perm("evaluation.start_evaluation")
     assert not officer.has_perm("evaluation.change_evaluationrun")

@@ -3,12 +3,14 @@ delete or truncate them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 
 from evaluation.models import EvaluationItem, EvaluationOutcome, EvaluationRun
-from tests.evaluation.conftest import gold_sample
+from tests.evaluation.conftest import Shelf, gold_sample
 
 pytestmark = pytest.mark.django_db
 
@@ -16,13 +18,15 @@ MODELS = [EvaluationRun, EvaluationItem, EvaluationOutcome]
 
 
 @pytest.fixture
-def run(shelf, tmp_path):
+def run(shelf: Shelf, tmp_path: Path) -> EvaluationRun:
     call_command("evaluate", app="SQuAD", gold=str(gold_sample(shelf, tmp_path, every=50, count=2)))
     return EvaluationRun.objects.latest("created_at")
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
-def test_update_and_delete_are_refused(run, model):
+def test_update_and_delete_are_refused(
+    run: EvaluationRun, model: type[EvaluationRun | EvaluationItem | EvaluationOutcome]
+) -> None:
     table = model._meta.db_table
     for statement in (
         f"UPDATE {table} SET organization_id = organization_id",
@@ -38,7 +42,9 @@ def test_update_and_delete_are_refused(run, model):
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
-def test_truncate_is_refused(run, model):
+def test_truncate_is_refused(
+    run: EvaluationRun, model: type[EvaluationRun | EvaluationItem | EvaluationOutcome]
+) -> None:
     table = model._meta.db_table
     before = model.objects.count()
     with connection.cursor() as cursor:

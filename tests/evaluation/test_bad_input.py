@@ -4,6 +4,7 @@ expected document that does not exist is a warning, and its item counts as unmat
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -12,6 +13,7 @@ from django.core.management.base import CommandError
 from audit.models import EvidenceEntry
 from citations.models import QueryExecution
 from evaluation.models import EvaluationItem, EvaluationRun
+from tests.evaluation.conftest import Shelf
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +29,7 @@ def _counts() -> tuple[int, int, int, int]:
     )
 
 
-def _refused(tmp_path, text: str, match: str, **options: object) -> None:
+def _refused(tmp_path: Path, text: str, match: str, **options: object) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_text(text)
     before = _counts()
@@ -58,22 +60,24 @@ def _refused(tmp_path, text: str, match: str, **options: object) -> None:
         ("id,question\n1,Where?\n", r"line 1: not JSON.*\n.*line 2: not JSON"),
     ],
 )
-def test_a_bad_gold_file_is_refused_with_its_line_numbers(shelf, tmp_path, text, match):
+def test_a_bad_gold_file_is_refused_with_its_line_numbers(
+    shelf: Shelf, tmp_path: Path, text: str, match: str
+) -> None:
     _refused(tmp_path, text, match)
 
 
-def test_a_file_that_is_not_utf8_is_refused(shelf, tmp_path):
+def test_a_file_that_is_not_utf8_is_refused(shelf: Shelf, tmp_path: Path) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_bytes(b'{"question": "caf\xe9"}\n')
     with pytest.raises(CommandError, match="not UTF-8"):
         call_command("evaluate", app="SQuAD", gold=str(gold))
 
 
-def test_an_unknown_app_is_refused(shelf, tmp_path):
+def test_an_unknown_app_is_refused(shelf: Shelf, tmp_path: Path) -> None:
     _refused(tmp_path, json.dumps(GOOD) + "\n", r"unknown app 'Nope'", app="Nope")
 
 
-def test_an_app_of_another_organization_is_refused(shelf, tmp_path):
+def test_an_app_of_another_organization_is_refused(shelf: Shelf, tmp_path: Path) -> None:
     _refused(
         tmp_path,
         json.dumps(GOOD) + "\n",
@@ -90,11 +94,13 @@ def test_an_app_of_another_organization_is_refused(shelf, tmp_path):
     )
 
 
-def test_bad_seeds_record_nothing(shelf, tmp_path):
+def test_bad_seeds_record_nothing(shelf: Shelf, tmp_path: Path) -> None:
     _refused(tmp_path, json.dumps(GOOD) + "\n", r"--seeds must be between 1 and 5", seeds=0)
 
 
-def test_an_unknown_expected_document_is_warned_and_counted_unmatched(shelf, tmp_path, capsys):
+def test_an_unknown_expected_document_is_warned_and_counted_unmatched(
+    shelf: Shelf, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     gold = tmp_path / "gold.jsonl"
     missing = {
         "question": "What is the capital of Victoria?",
@@ -116,7 +122,7 @@ def test_an_unknown_expected_document_is_warned_and_counted_unmatched(shelf, tmp
     assert run.outcome.figures["unmatched"] == 1
 
 
-def test_goldset_from_squad_refuses_what_is_not_squad(tmp_path):
+def test_goldset_from_squad_refuses_what_is_not_squad(tmp_path: Path) -> None:
     source = tmp_path / "x.json"
     source.write_text('{"data": 3}')
     with pytest.raises(CommandError, match="not a SQuAD file"):
@@ -127,7 +133,7 @@ def test_goldset_from_squad_refuses_what_is_not_squad(tmp_path):
     assert not (tmp_path / "g.jsonl").exists()
 
 
-def test_a_missed_required_target_exits_2(shelf, tmp_path):
+def test_a_missed_required_target_exits_2(shelf: Shelf, tmp_path: Path) -> None:
     gold = tmp_path / "gold.jsonl"
     gold.write_text(
         json.dumps({"question": "Where is Victoria?", "expected": {"document": "rules.md"}}) + "\n"

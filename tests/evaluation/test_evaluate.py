@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
+from uuid import UUID
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from audit.models import EvidenceEntry
 from citations.models import QueryExecution, QuotedSource, RagTrace, RetrievalHit
 from documents.models import Location
 from evaluation.models import EvaluationItem, EvaluationOutcome, EvaluationRun
-from tests.evaluation.conftest import gold_sample
+from tests.evaluation.conftest import Shelf, gold_sample
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +26,7 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _in_place(expected: dict, document: str, chunk_id) -> bool:
+def _in_place(expected: dict, document: str, chunk_id: UUID) -> bool:
     """The chunk is in the expected document and touches the expected section."""
     stem = document.rsplit(".", 1)[0]
     if expected["document"] not in (document, stem):
@@ -72,7 +74,9 @@ def _expected_figures(report: dict) -> dict:
     }
 
 
-def test_each_figure_matches_one_computed_from_the_stored_evidence(shelf, tmp_path):
+def test_each_figure_matches_one_computed_from_the_stored_evidence(
+    shelf: Shelf, tmp_path: Path
+) -> None:
     gold = gold_sample(shelf, tmp_path, every=9, count=24)
     out = tmp_path / "report"
     call_command("evaluate", app="SQuAD", organization="Acme", gold=str(gold), out=str(out))
@@ -92,7 +96,7 @@ def test_each_figure_matches_one_computed_from_the_stored_evidence(shelf, tmp_pa
     assert report["coverage"] >= 0.5 and report["mrr"] >= 0.5
 
 
-def test_the_report_has_its_items_the_worst_and_three_plots(shelf, tmp_path):
+def test_the_report_has_its_items_the_worst_and_three_plots(shelf: Shelf, tmp_path: Path) -> None:
     gold = gold_sample(shelf, tmp_path, every=23, count=6)
     out = tmp_path / "report"
     call_command("evaluate", app="SQuAD", gold=str(gold), out=str(out), base_url="http://x")
@@ -110,7 +114,7 @@ def test_the_report_has_its_items_the_worst_and_three_plots(shelf, tmp_path):
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_run_is_recorded_whole_and_chained(shelf, tmp_path):
+def test_a_run_is_recorded_whole_and_chained(shelf: Shelf, tmp_path: Path) -> None:
     gold = gold_sample(shelf, tmp_path, every=31, count=3)
     call_command("evaluate", app="SQuAD", gold=str(gold), out=str(tmp_path / "r"))
     run = EvaluationRun.objects.latest("created_at")

@@ -4,6 +4,7 @@ asks everything twice and gets the same hits and the same answers."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from uuid import UUID
 
 import pytest
@@ -11,7 +12,7 @@ from django.core.management import call_command
 
 from citations.models import QueryExecution, QuotedSource, RetrievalHit
 from evaluation.models import EvaluationItem, EvaluationRun
-from tests.evaluation.conftest import gold_sample
+from tests.evaluation.conftest import Shelf, gold_sample
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +23,7 @@ IMPOSSIBLE = [
 ]
 
 
-def _v2_file(shelf, folder):
+def _v2_file(shelf: Shelf, folder: Path) -> Path:
     """The first paragraph of one article with two real questions and three
     unanswerable ones (``is_impossible``), as SQuAD v2.0 writes them."""
     article = json.loads(shelf.squad_file.read_text())["data"][0]
@@ -39,7 +40,9 @@ def _v2_file(shelf, folder):
     return path
 
 
-def test_a_v2_gold_set_reports_abstention_on_unanswerable_items(shelf, tmp_path):
+def test_a_v2_gold_set_reports_abstention_on_unanswerable_items(
+    shelf: Shelf, tmp_path: Path
+) -> None:
     gold = tmp_path / "v2.jsonl"
     call_command("goldset_from_squad", str(_v2_file(shelf, tmp_path)), out=str(gold))
     items = [json.loads(line) for line in gold.read_text().splitlines()]
@@ -71,7 +74,7 @@ def _hits(query_id: UUID) -> list[tuple]:
     )
 
 
-def test_two_seeds_give_identical_hits_and_answers(shelf, tmp_path):
+def test_two_seeds_give_identical_hits_and_answers(shelf: Shelf, tmp_path: Path) -> None:
     gold = gold_sample(shelf, tmp_path, every=41, count=5)
     call_command("evaluate", app="SQuAD", gold=str(gold), seeds=2, out=str(tmp_path / "r"))
     run = EvaluationRun.objects.latest("created_at")
@@ -80,6 +83,7 @@ def test_two_seeds_give_identical_hits_and_answers(shelf, tmp_path):
     second = EvaluationItem.objects.filter(run=run, seed=2).order_by("line", "variant")
     assert len(first) == len(second) == 5
     for one, two in zip(first, second, strict=True):
+        assert one.query_id is not None and two.query_id is not None
         assert one.query_id != two.query_id  # asked twice, recorded twice
         assert _hits(one.query_id) == _hits(two.query_id) != []
         answers = QueryExecution.objects.filter(pk__in=[one.query_id, two.query_id])

@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import io
 import time
+from pathlib import Path
 from uuid import UUID
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
+from pytest_django import Settings
 
 from audit.ledger import ledger_verify
-from audit.roles import OFFICER_GROUP
 from citations.models import QueryExecution
 from documents.models import File, OrganizationMember
 from evaluation.demo import demo_evaluation_ensure
 from evaluation.models import EvaluationOutcome, EvaluationRun
 from evaluation.tasks import evaluation_demo_task
+from tests.support.worker import WorkerProcess
 from tests.threads.conftest import tenant_with
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -48,11 +49,12 @@ def _outcome(run_id: UUID, timeout: float = 240) -> EvaluationOutcome:
     raise AssertionError(f"evaluation run {run_id} did not finish in {timeout}s")
 
 
-def test_an_officer_starts_a_run_that_the_worker_completes(celery_worker):
+def test_an_officer_starts_a_run_that_the_worker_completes(celery_worker: WorkerProcess) -> None:
     tenant = tenant_with("Acme", {"handbook.md": HANDBOOK})
     officer = get_user_model().objects.create_user("olivia", is_staff=True)
-    officer.groups.add(Group.objects.get(name=OFFICER_GROUP))
-    OrganizationMember.objects.create(organization=tenant.organization, user=officer)
+    OrganizationMember.objects.create(
+        organization=tenant.organization, user=officer, role="officer"
+    )
     client = Client()
     client.force_login(officer)
     gold = io.BytesIO(GOLD)
@@ -81,8 +83,8 @@ def test_an_officer_starts_a_run_that_the_worker_completes(celery_worker):
 
 
 def test_the_demo_evaluation_runs_once_its_documents_are_ingested(
-    celery_worker, settings, tmp_path
-):
+    celery_worker: WorkerProcess, settings: Settings, tmp_path: Path
+) -> None:
     settings.VAR_DIR = tmp_path  # the demo's login and key files stay out of var/
     call_command("setup_demo", verbosity=0)
     evaluation_demo_task.delay()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -85,17 +86,19 @@ BAD_BODIES = [
 
 
 @pytest.mark.parametrize(("body", "code", "param"), BAD_BODIES)
-def test_it_refuses_malformed_bodies(acme, body, code, param):
+def test_it_refuses_malformed_bodies(
+    acme: Caller, body: dict[str, Any], code: str, param: str | None
+) -> None:
     _error(acme.post({"model": str(acme.app.pk), **body}), 400, code, param)
     assert not ResponseRecord.objects.exists()
 
 
 @pytest.mark.parametrize("body", [[], "question", 3, None])
-def test_it_refuses_a_body_that_is_not_an_object(acme, body):
+def test_it_refuses_a_body_that_is_not_an_object(acme: Caller, body: object) -> None:
     _error(acme.post(body), 400, "invalid_body", None)
 
 
-def test_it_does_not_find_what_another_organization_owns(acme):
+def test_it_does_not_find_what_another_organization_owns(acme: Caller) -> None:
     globex = Caller("Globex")
     unknown = str(uuid.uuid4())
     for model in (str(globex.app.pk), unknown, "gpt-4o"):
@@ -119,7 +122,7 @@ def test_it_does_not_find_what_another_organization_owns(acme):
     assert ResponseRecord.objects.count() == 1
 
 
-def test_it_refuses_a_store_of_the_organization_the_app_does_not_search(acme):
+def test_it_refuses_a_store_of_the_organization_the_app_does_not_search(acme: Caller) -> None:
     default = VectorDatabase.objects.get(pk=acme.store)
     other = VectorDatabase.objects.create(
         organization=acme.organization,
@@ -148,14 +151,14 @@ def test_it_refuses_a_store_of_the_organization_the_app_does_not_search(acme):
     assert not ResponseRecord.objects.exists()
 
 
-def test_it_needs_a_valid_key(acme):
+def test_it_needs_a_valid_key(acme: Caller) -> None:
     body = json.dumps({"model": str(acme.app.pk), "input": "Hi?"})
     for headers in (
         {},
-        {"HTTP_AUTHORIZATION": "Bearer pk_nope"},
-        {"HTTP_AUTHORIZATION": "Basic x"},
+        {"Authorization": "Bearer pk_nope"},
+        {"Authorization": "Basic x"},
     ):
-        reply = Client(**headers).post("/v1/responses", body, "application/json")
+        reply = Client(headers=headers).post("/v1/responses", body, "application/json")
         assert reply.status_code in (401, 403), headers
         assert reply.json()["error"]["type"] in ("authentication_error", "permission_error")
     record, secret = api_key_create(organization=acme.organization)

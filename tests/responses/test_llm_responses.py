@@ -5,6 +5,7 @@ the response ``failed`` with OpenAI's error code — streamed or not."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from rest_framework.test import APIClient
 
@@ -12,6 +13,11 @@ from citations.models import QueryExecution, ResponseRecord, ResponseStatus
 from tests.citations import llm_support
 from tests.citations.llm_support import CAMERAS
 from tests.support import model_servers as ms
+from tests.support.http import streamed
+
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
 
 # the shared fixtures of tests/citations/llm_support.py, used in this module
 llm_library, fast_retries = llm_support.llm_library, llm_support.fast_retries
@@ -20,14 +26,14 @@ openai_server = llm_support.openai_server
 QUESTION = "How long are recordings kept?"
 
 
-def _client(library) -> APIClient:
+def _client(library: llm_support.Library) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {library.key}")
     return client
 
 
-def _events(response) -> list[tuple[str, dict]]:
-    body = b"".join(response.streaming_content).decode()
+def _events(response: _MonkeyPatchedResponse) -> list[tuple[str, dict]]:
+    body = streamed(response).decode()
     events = []
     for block in body.strip().split("\n\n"):
         name, data = block.split("\n", 1)
@@ -35,7 +41,9 @@ def _events(response) -> list[tuple[str, dict]]:
     return events
 
 
-def test_the_instructions_reach_the_model_and_usage_is_real(llm_library, openai_server):
+def test_the_instructions_reach_the_model_and_usage_is_real(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(ms.answering(CAMERAS))
     app = llm_library.app("openai", model="gpt-test", prompt="The app's own prompt.")
     body = {
@@ -62,7 +70,9 @@ def test_the_instructions_reach_the_model_and_usage_is_real(llm_library, openai_
     assert QueryExecution.objects.get(pk=response["query_id"]).question == QUESTION
 
 
-def test_a_model_failure_fails_the_response_with_its_code(llm_library, openai_server):
+def test_a_model_failure_fails_the_response_with_its_code(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(lambda r: ms.openai_error(429, "Rate limit reached", "requests"))
     app = llm_library.app("openai")
     client = _client(llm_library)

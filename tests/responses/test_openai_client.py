@@ -5,9 +5,23 @@ sources → the quoted passage; the same answer streamed; a follow-up chained by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import openai
 import pytest
 from django.utils import timezone
+from openai.types.responses import (
+    Response,
+    ResponseFileSearchToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+from openai.types.responses.response_output_text import AnnotationFileCitation
+from openai.types.responses.response_output_text_annotation_added_event import (
+    AnnotationFileCitation as AddedFileCitation,
+)
+from pydantic import BaseModel
+from pytest_django.live_server_helper import LiveServer
 
 from citations.llm_apps import app_create
 from citations.models import QueryExecution, ResponseRecord
@@ -15,7 +29,8 @@ from core.api_keys import api_key_create
 from documents.models import ApiKey
 from tests import factories
 from tests.support.openapi import assert_documented, generated_schema
-from tests.threads.conftest import CONTRACTS, SURVEILLANCE, Http, tenant_with
+from tests.support.worker import WorkerProcess
+from tests.threads.conftest import CONTRACTS, SURVEILLANCE, Http, Tenant, tenant_with
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -44,7 +59,39 @@ def _client(url: str, key: str) -> openai.OpenAI:
     return openai.OpenAI(api_key=key, base_url=f"{url}/v1", max_retries=0)
 
 
-def test_it_answers_with_annotations_that_lead_to_the_quoted_passage(celery_worker, live_server):
+def _text_of(response: Response) -> ResponseOutputText:
+    """The text of a response's message, the output item after the file search call."""
+    message = response.output[1]
+    assert isinstance(message, ResponseOutputMessage), message
+    text = message.content[0]
+    assert isinstance(text, ResponseOutputText), text
+    return text
+
+
+def _citations(annotations: Sequence[object]) -> list[AnnotationFileCitation]:
+    """The annotations, each a ``file_citation``."""
+    citations = [a for a in annotations if isinstance(a, AnnotationFileCitation)]
+    assert len(citations) == len(annotations), annotations
+    return citations
+
+
+def _added(annotation: object) -> AddedFileCitation:
+    """The annotation of a stream's ``annotation.added`` event, a ``file_citation``."""
+    assert isinstance(annotation, AddedFileCitation), annotation
+    return annotation
+
+
+def _extension(model: BaseModel, name: str) -> str:
+    """A field the server adds to OpenAI's shape (``query_id``, a citation's ``chunk_id``):
+    the client keeps it as an extra."""
+    extra = model.model_extra
+    assert extra is not None and isinstance(extra.get(name), str), (name, extra)
+    return extra[name]
+
+
+def test_it_answers_with_annotations_that_lead_to_the_quoted_passage(
+    celery_worker: WorkerProcess, live_server: LiveServer
+) -> None:
     tenant = tenant_with(
         "Acme", {"surveillance.md": SURVEILLANCE.encode(), "contracts.md": CONTRACTS.encode()}
     )
@@ -64,34 +111,43 @@ def test_it_answers_with_annotations_that_lead_to_the_quoted_passage(celery_work
         {"case": "cctv"},
     )
     searched, message = response.output
+    assert isinstance(searched, ResponseFileSearchToolCall), searched
+    assert isinstance(message, ResponseOutputMessage), message
     assert searched.type == "file_search_call" and searched.queries == [OPENING]
     assert searched.results and searched.results[0].filename == "surveillance.md"
     assert message.type == "message" and message.role == "assistant"
-    text = message.content[0]
+    text = _text_of(response)
     assert response.output_text == text.text and "security desk" in text.text
+    assert response.usage is not None
     assert text.annotations and response.usage.total_tokens == 0
 
     # annotation → the quoted source of the answer's query execution → the chunk → the passage
-    execution = QueryExecution.objects.get(pk=response.query_id)
+    execution = QueryExecution.objects.get(pk=_extension(response, "query_id"))
     assert execution.origin == "response" and execution.answer == text.text
     quoted = http.get(
         f"/semantics/apps/{tenant.app.pk}/query-execution-sources/{execution.pk}/get-quoted-sources"
     ).json()
     by_number = {q["quoted_as"]: q for q in quoted}
-    for annotation in text.annotations:
+    for annotation in _citations(text.annotations):
         assert annotation.type == "file_citation"
-        marker = text.text[annotation.index : annotation.index + len(annotation.text)]
-        assert marker == annotation.text and marker.startswith("[")
+        chunk_id, quote = _extension(annotation, "chunk_id"), _extension(annotation, "quote")
+        marked = _extension(annotation, "text")
+        marker = text.text[annotation.index : annotation.index + len(marked)]
+        assert marker == marked and marker.startswith("[")
         assert annotation.file_id == str(tenant.files[annotation.filename].pk)
         source = by_number[marker.strip("[]")]
         assert source["document"]["id"] == annotation.file_id
-        assert source["chunk"]["id"] == annotation.chunk_id
-        assert annotation.vector_store_id == source["provenance"]["database_id"] == store
+        assert source["chunk"]["id"] == chunk_id
+        assert (
+            _extension(annotation, "vector_store_id")
+            == source["provenance"]["database_id"]
+            == store
+        )
         sentences = [s["source_sentence"] for s in source["provenance"]["quoted_sentences"]]
-        assert annotation.quote in sentences
+        assert quote in sentences
         chunk = http.get(source["provenance"]["chunk_url"].removeprefix(live_server.url)).json()
-        assert (chunk["chunk_id"], chunk["file_id"]) == (annotation.chunk_id, annotation.file_id)
-        assert annotation.quote in chunk["chunk_text"]
+        assert (chunk["chunk_id"], chunk["file_id"]) == (chunk_id, annotation.file_id)
+        assert quote in chunk["chunk_text"]
 
     # GET answers the same object; the record points at its evidence
     again = client.responses.retrieve(response.id, include=["file_search_call.results"])
@@ -122,10 +178,12 @@ def test_it_answers_with_annotations_that_lead_to_the_quoted_passage(celery_work
     assert names[-len(CLOSING_NAMES) :] == CLOSING_NAMES
     assert [e.sequence_number for e in events] == list(range(len(events)))
     deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
-    added = [e.annotation for e in events if e.type == "response.output_text.annotation.added"]
+    added = [
+        _added(e.annotation) for e in events if e.type == "response.output_text.annotation.added"
+    ]
     assert deltas == final.output_text == text.text
-    assert [a.index for a in added] == [a.index for a in text.annotations]
-    assert [a.model_dump() for a in final.output[1].content[0].annotations] == [
+    assert [a.index for a in added] == [a.index for a in _citations(text.annotations)]
+    assert [a.model_dump() for a in _text_of(final).annotations] == [
         a.model_dump() for a in text.annotations
     ]
     stored = client.responses.retrieve(final.id)  # what the stream ended with is what is kept
@@ -134,7 +192,7 @@ def test_it_answers_with_annotations_that_lead_to_the_quoted_passage(celery_work
         final.output_text,
         final.usage,
     )
-    assert stored.output[1].content[0].annotations == final.output[1].content[0].annotations
+    assert _text_of(stored).annotations == _text_of(final).annotations
 
     # a follow-up chained by previous_response_id is searched with the conversation
     follow_up = client.responses.create(
@@ -143,19 +201,22 @@ def test_it_answers_with_annotations_that_lead_to_the_quoted_passage(celery_work
     assert follow_up.previous_response_id == response.id
     first_claim = follow_up.output_text[: follow_up.output_text.index("[1]")]
     assert "thirty days" in first_claim and "ten years" not in first_claim
-    assert follow_up.output[1].content[0].annotations[0].filename == "surveillance.md"
-    assert QueryExecution.objects.get(pk=follow_up.query_id).question == FOLLOW_UP
+    assert _citations(_text_of(follow_up).annotations)[0].filename == "surveillance.md"
+    follow_up_query = _extension(follow_up, "query_id")
+    assert QueryExecution.objects.get(pk=follow_up_query).question == FOLLOW_UP
 
     # deleting hides the response; its evidence stays
-    assert client.responses.delete(follow_up.id) is None
+    client.responses.delete(follow_up.id)  # typed to return None: raises if refused
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(follow_up.id)
-    assert QueryExecution.objects.filter(pk=follow_up.query_id).exists()
+    assert QueryExecution.objects.filter(pk=follow_up_query).exists()
 
     _it_raises_the_clients_typed_errors(live_server.url, tenant, response.id, store)
 
 
-def _it_raises_the_clients_typed_errors(url: str, tenant, response_id: str, store: str) -> None:
+def _it_raises_the_clients_typed_errors(
+    url: str, tenant: Tenant, response_id: str, store: str
+) -> None:
     stranger = factories.organization("Globex")
     factories.data_source(stranger, "Globex docs")
     their_app = app_create(organization=stranger, name="Globex", data_source_names=["Globex docs"])

@@ -12,7 +12,7 @@ def schema() -> dict:
     return generated_schema()
 
 
-def test_it_documents_the_responses_api_and_its_event_stream(schema):
+def test_it_documents_the_responses_api_and_its_event_stream(schema: dict) -> None:
     create = schema["paths"]["/v1/responses"]["post"]
     content = create["responses"]["200"]["content"]
     assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/ResponseObject"}
@@ -28,7 +28,7 @@ def test_it_documents_the_responses_api_and_its_event_stream(schema):
         assert "application/json" in create["responses"][code]["content"]
 
 
-def test_it_documents_a_streamed_run(schema):
+def test_it_documents_a_streamed_run(schema: dict) -> None:
     runs = schema["paths"]["/v1/threads/{thread_id}/runs"]
     content = runs["post"]["responses"]["200"]["content"]
     assert set(content) == {"application/json", "text/event-stream"}

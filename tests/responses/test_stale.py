@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.test import Client
 from django.utils import timezone
+from pytest_django import Settings
 
 from citations.llm_apps import app_create
 from citations.models import App, ResponseRecord, ResponseStatus
@@ -25,7 +26,7 @@ def _record(app: App, age: timedelta) -> ResponseRecord:
     return record
 
 
-def test_the_sweep_fails_a_stale_response_and_leaves_a_fresh_one(settings):
+def test_the_sweep_fails_a_stale_response_and_leaves_a_fresh_one(settings: Settings) -> None:
     organization = factories.organization("Acme")
     factories.data_source(organization, "Policies")
     app = app_create(organization=organization, name="HR", data_source_names=["Policies"])
@@ -35,7 +36,8 @@ def test_the_sweep_fails_a_stale_response_and_leaves_a_fresh_one(settings):
 
     assert str(stale.pk) in sweep_stale_answers()
 
-    stale.refresh_from_db(), fresh.refresh_from_db()
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
     assert stale.status == ResponseStatus.FAILED and stale.completed_at is not None
     assert stale.error_message.startswith("abandoned:")
     assert fresh.status == ResponseStatus.IN_PROGRESS

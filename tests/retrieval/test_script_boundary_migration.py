@@ -11,10 +11,12 @@ from django.core.management import call_command
 from django.db import connection
 
 from documents.fulltext import ANALYZER
+from documents.models import DataSource
 from retrieval import search
 from retrieval.services import index_hash_rebuild
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -22,7 +24,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 DOCUMENT = "# البرمجة\n\nيمكن للمبرمجين استخدام R وPython لتنفيذ عمليات تحليلية متقدمة.\n"
 
 
-def _found(source, question: str) -> set:
+def _found(source: DataSource, question: str) -> set:
     params = search.statement_params(
         organization_id=source.organization_id,
         data_source_ids=[source.pk],
@@ -34,7 +36,7 @@ def _found(source, question: str) -> set:
     return {row[0] for row in search.lexical_rows(params)}
 
 
-def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker):
+def test_the_migration_reindexes_existing_chunks_both_ways(celery_worker: WorkerProcess) -> None:
     source = factories.data_source()
     record = factories.upload(source, "arabic.md", DOCUMENT.encode()).file
     assert wait_for_status(record.pk).status == "ready"

@@ -66,7 +66,7 @@ def _probe(**env: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_the_web_entry_point_warms_the_query_path():
+def test_the_web_entry_point_warms_the_query_path() -> None:
     assert _probe(PROVENANCE_WARM_EMBEDDER="1") == {
         "threads": 1,
         "embedder_class": "MiniLmEmbedder",
@@ -76,7 +76,7 @@ def test_the_web_entry_point_warms_the_query_path():
     }
 
 
-def test_warming_can_be_turned_off():
+def test_warming_can_be_turned_off() -> None:
     assert _probe(PROVENANCE_WARM_EMBEDDER="0") == {
         "threads": 0,
         "embedder_class": None,
@@ -86,7 +86,7 @@ def test_warming_can_be_turned_off():
     }
 
 
-def test_a_remote_embedder_is_not_called_at_start():
+def test_a_remote_embedder_is_not_called_at_start() -> None:
     # nothing listens there: a warm-up request would fail and log a warning
     assert _probe(
         PROVENANCE_WARM_EMBEDDER="1", PROVENANCE_EMBEDDINGS_URL="http://127.0.0.1:9/v1"
@@ -99,7 +99,7 @@ def test_a_remote_embedder_is_not_called_at_start():
     }
 
 
-def test_a_forked_child_does_not_inherit_a_held_loading_lock():
+def test_a_forked_child_does_not_inherit_a_held_loading_lock() -> None:
     from retrieval import embedders
 
     held = embedders._loading

@@ -12,19 +12,22 @@ from pathlib import Path
 
 import pytest
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, models
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from pytest_django import DjangoDbBlocker
 
 from citations.feedback import feedback_record
 from citations.llm_apps import app_create
+from citations.responses import services as responses
 from citations.services import query_execute
 from citations.threads import services as threads
-from documents.models import OrganizationMember
+from documents.models import Organization, OrganizationMember
 from tests import factories
 from tests.citations.llm_support import CAMERAS, CONTRACTS, POLICIES, ingest
 from tests.citations.steps_support import LEAVE, SECURITY, TRAVEL, TWO_FACTS
@@ -54,7 +57,7 @@ def _members(orgs: list) -> None:
         factories.api_key(org)
 
 
-def _answers(org, tmp: Path) -> None:
+def _answers(org: Organization, tmp: Path) -> None:
     """Single, stepped and model answers, thread runs, feedback and evaluation runs."""
     single = app_create(organization=org, name="Single", data_source_names=["Policies"])
     stepped = app_create(
@@ -78,6 +81,12 @@ def _answers(org, tmp: Path) -> None:
         thread = threads.thread_create(organization=org)
         threads.message_create(thread=thread, role="user", content=question)
         threads.run_execute(run_id=str(threads.run_create(thread=thread, app=single).pk))
+        body = {"model": str(single.pk), "input": question}
+        request = responses.response_request_parse(organization=org, body=body)
+        started = responses.response_start(
+            organization=org, request=request, user=None, api_key=None
+        )
+        responses.response_execute(response_id=started.pk)
     gold = tmp / "gold.jsonl"
     gold.write_text("".join(json.dumps({"question": q}) + "\n" for q in QUESTIONS))
     for n in range(MIN_ROWS):
@@ -105,7 +114,11 @@ def _seed(tmp: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def rows(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Rows]:
+def rows(
+    django_db_setup: None,
+    django_db_blocker: DjangoDbBlocker,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Rows]:
     with (
         django_db_blocker.unblock(),
         model_servers.openai_server() as server,
@@ -126,7 +139,7 @@ def rows(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Rows]
             call_command("flush", interactive=False, verbosity=0)
 
 
-def _queries(client: Client, url: str) -> tuple[int, object]:
+def _queries(client: Client, url: str) -> tuple[int, ChangeList]:
     with CaptureQueriesContext(connection) as queries:
         response = client.get(url)
     assert response.status_code == 200, url
@@ -136,7 +149,9 @@ def _queries(client: Client, url: str) -> tuple[int, object]:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("model", ADMINS, ids=lambda model: model._meta.label)
-def test_the_changelist_query_count_does_not_grow_with_its_rows(rows, model, monkeypatch):
+def test_the_changelist_query_count_does_not_grow_with_its_rows(
+    rows: Rows, model: type[models.Model], monkeypatch: pytest.MonkeyPatch
+) -> None:
     meta = model._meta
     url = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
     model_admin = admin.site._registry[model]

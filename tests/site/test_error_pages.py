@@ -3,10 +3,17 @@ paths (``/v1/``, ``/semantics/``, ``/api/``), a plain page on the web pages."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from django.test import Client
+from pytest_django import Settings
 
 from tests import factories
+
+if TYPE_CHECKING:
+    from django.test.client import _MonkeyPatchedWSGIResponse
+
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.site.raising_urls")]
 
@@ -14,11 +21,11 @@ BOUNDARY = "----provenance-test-boundary"
 
 
 @pytest.fixture(autouse=True)
-def _debug_off(settings):
+def _debug_off(settings: Settings) -> None:
     settings.DEBUG = False
 
 
-def _error(response, status: int, code: str) -> dict:
+def _error(response: _MonkeyPatchedWSGIResponse, status: int, code: str) -> dict:
     assert response.status_code == status
     assert response["Content-Type"] == "application/json"
     body = response.json()
@@ -28,7 +35,7 @@ def _error(response, status: int, code: str) -> dict:
     return body["error"]
 
 
-def _page(response, status: int, title: str) -> str:
+def _page(response: _MonkeyPatchedWSGIResponse, status: int, title: str) -> str:
     assert response.status_code == status
     assert response["Content-Type"].startswith("text/html")
     text = response.content.decode()
@@ -51,18 +58,18 @@ def _keyed() -> Client:
     return Client(HTTP_AUTHORIZATION=f"Bearer {factories.api_key(org)}")
 
 
-def test_an_unknown_api_path_answers_404_in_the_error_shape():
+def test_an_unknown_api_path_answers_404_in_the_error_shape() -> None:
     for path in ("/v1/nope", "/semantics/nope", "/api/nope", "/v1/flow/files/a/b/c"):
         error = _error(Client().get(path), 404, "not_found")
         assert error["type"] == "not_found_error"
 
 
-def test_an_unknown_web_page_answers_a_plain_404_page():
+def test_an_unknown_web_page_answers_a_plain_404_page() -> None:
     text = _page(Client().get("/no-such-page/"), 404, "Page not found")
     assert "/no-such-page/" not in text  # no URL list, no debug page
 
 
-def test_an_exception_answers_500_in_the_error_shape_or_a_plain_page():
+def test_an_exception_answers_500_in_the_error_shape_or_a_plain_page() -> None:
     client = Client(raise_request_exception=False)
     error = _error(client.get("/v1/test-fail"), 500, "internal_error")
     assert error["type"] == "api_error" and "a bug" not in error["message"]
@@ -70,7 +77,7 @@ def test_an_exception_answers_500_in_the_error_shape_or_a_plain_page():
     assert "a bug" not in text
 
 
-def test_a_form_field_past_the_memory_limit_answers_413(settings):
+def test_a_form_field_past_the_memory_limit_answers_413(settings: Settings) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     body = _multipart({"data_source": "x" * 5000})
     upload = _keyed().post(
@@ -81,7 +88,7 @@ def test_a_form_field_past_the_memory_limit_answers_413(settings):
     _page(login, 413, "Request too large")
 
 
-def test_too_many_form_fields_answer_400_too_many_fields(settings):
+def test_too_many_form_fields_answer_400_too_many_fields(settings: Settings) -> None:
     settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 10
     body = _multipart({f"field{i}": "x" for i in range(50)})
     upload = _keyed().post(
@@ -92,6 +99,6 @@ def test_too_many_form_fields_answer_400_too_many_fields(settings):
     _page(login, 400, "Bad request")
 
 
-def test_a_refused_csrf_token_answers_a_plain_403_page():
+def test_a_refused_csrf_token_answers_a_plain_403_page() -> None:
     client = Client(enforce_csrf_checks=True)
     _page(client.post("/accounts/login/", {"username": "a"}), 403, "Forbidden")

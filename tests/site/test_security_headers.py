@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.http import HttpResponseBase
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
@@ -35,32 +36,32 @@ def _deploy_check(**overrides: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_deploy_check_passes_under_the_production_settings():
+def test_the_deploy_check_passes_under_the_production_settings() -> None:
     result = _deploy_check()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
 
-def test_the_deploy_check_fails_when_https_is_switched_off():
+def test_the_deploy_check_fails_when_https_is_switched_off() -> None:
     """The check is real: without the SSL redirect and HSTS it names both."""
     result = _deploy_check(DJANGO_SSL_REDIRECT="0", DJANGO_HSTS_SECONDS="0")
     assert result.returncode != 0
     assert "security.W004" in result.stderr and "security.W008" in result.stderr
 
 
-def test_a_tls_terminating_proxy_is_trusted_only_when_configured():
+def test_a_tls_terminating_proxy_is_trusted_only_when_configured() -> None:
     proxied = _deploy_check(DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https")
     assert proxied.returncode == 0, proxied.stderr
     bad = _deploy_check(DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO")
     assert bad.returncode != 0 and "HEADER,value" in bad.stderr
 
 
-def _policy(response) -> dict[str, list[str]]:
+def _policy(response: HttpResponseBase) -> dict[str, list[str]]:
     header = response["Content-Security-Policy"]
     return {d.split()[0]: d.split()[1:] for d in header.split("; ")}
 
 
-def test_every_html_page_has_a_policy_with_a_fresh_nonce_its_inline_elements_carry():
+def test_every_html_page_has_a_policy_with_a_fresh_nonce_its_inline_elements_carry() -> None:
     client = Client()
     first, second = client.get("/accounts/login/"), client.get("/accounts/login/")
     policy = _policy(first)
@@ -77,7 +78,7 @@ def test_every_html_page_has_a_policy_with_a_fresh_nonce_its_inline_elements_car
     assert "Content-Security-Policy" not in client.get("/api/schema/")  # not HTML
 
 
-def test_no_template_has_an_inline_script_or_style_without_the_nonce():
+def test_no_template_has_an_inline_script_or_style_without_the_nonce() -> None:
     """A strict policy blocks an inline element without it: a new template would break."""
     templates = sorted((ROOT / "templates").rglob("*.html"))
     assert templates, f"no template under {ROOT / 'templates'}"
@@ -90,7 +91,7 @@ def test_no_template_has_an_inline_script_or_style_without_the_nonce():
     assert missing == []
 
 
-def test_the_api_docs_run_no_inline_script():
+def test_the_api_docs_run_no_inline_script() -> None:
     docs = Client().get("/api/docs/")
     page = docs.content.decode()
     assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", page) == []

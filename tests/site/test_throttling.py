@@ -5,19 +5,25 @@ shared cache (not a process's memory), answered with 429 in the error shape and 
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 import pytest
 from django.core.cache import caches
+from pytest_django import Settings
 from rest_framework.test import APIClient
 
 from documents.models import ApiKey
 from tests import factories
 
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
+
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _small_rates(settings):
+def _small_rates(settings: Settings) -> None:
     settings.PROVENANCE_THROTTLE_KEY = "3/min"
     settings.PROVENANCE_THROTTLE_ANON = "2/min"
     caches["default"].clear()
@@ -29,14 +35,14 @@ def _keyed(key: str) -> APIClient:
     return client
 
 
-def _throttled(response) -> None:
+def _throttled(response: _MonkeyPatchedResponse) -> None:
     assert response.status_code == 429
     assert 1 <= int(response["Retry-After"]) <= 60
     error = response.json()["error"]
     assert error["code"] == "throttled" and error["type"] == "rate_limit_error"
 
 
-def test_each_key_has_its_own_budget():
+def test_each_key_has_its_own_budget() -> None:
     org = factories.organization("Acme")
     first, second = factories.api_key(org), factories.api_key(org)
     url = f"/v1/flow/files/{uuid.uuid4()}"
@@ -46,7 +52,7 @@ def test_each_key_has_its_own_budget():
     assert _keyed(second).get(url).status_code == 404
 
 
-def test_anonymous_callers_are_counted_by_address_and_cannot_forge_one():
+def test_anonymous_callers_are_counted_by_address_and_cannot_forge_one() -> None:
     url = f"/semantics/apps/{uuid.uuid4()}/query-executions/{uuid.uuid4()}"
     here = APIClient(REMOTE_ADDR="192.0.2.10")
     assert [here.get(url).status_code for _ in range(2)] == [404, 404]
@@ -55,7 +61,7 @@ def test_anonymous_callers_are_counted_by_address_and_cannot_forge_one():
     assert APIClient(REMOTE_ADDR="192.0.2.11").get(url).status_code == 404
 
 
-def test_the_counts_live_in_the_shared_cache():
+def test_the_counts_live_in_the_shared_cache() -> None:
     """A process-local cache would give each web worker its own budget."""
     backend = type(caches["default"]).__name__
     assert backend in {"DatabaseCache", "RedisCache"}
@@ -67,7 +73,7 @@ def test_the_counts_live_in_the_shared_cache():
     assert len(caches["default"].get(f"throttle_key_key-{key_id}")) == 2
 
 
-def test_a_bad_rate_stops_start_up(monkeypatch):
+def test_a_bad_rate_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
     from django.core.exceptions import ImproperlyConfigured
 
     from provenance_site.env import env_rate

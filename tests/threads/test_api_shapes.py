@@ -8,11 +8,14 @@ import hashlib
 import json
 import time
 import uuid
+from pathlib import Path
 
 import pytest
+from pytest_django.live_server_helper import LiveServer
 
 from tests.support.openapi import assert_documented, generated_schema
-from tests.threads.conftest import Http, demo_handbook, tenant_with
+from tests.support.worker import WorkerProcess
+from tests.threads.conftest import Http, Reply, demo_handbook, tenant_with
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -63,7 +66,7 @@ class Documented:
         self.schema = generated_schema()
         self.checked: list[str] = []
 
-    def __call__(self, reply, path: str, method: str = "get") -> dict:
+    def __call__(self, reply: Reply, path: str, method: str = "get") -> dict:
         body = reply.json()
         assert_documented(self.schema, reply.status, body, path, method)
         self.checked.append(f"{method} {path} {reply.status}")
@@ -71,8 +74,8 @@ class Documented:
 
 
 def test_it_speaks_the_assistants_wire_format_down_to_the_file(
-    celery_worker, live_server, tmp_path
-):
+    celery_worker: WorkerProcess, live_server: LiveServer, tmp_path: Path
+) -> None:
     original = demo_handbook(tmp_path)
     tenant = tenant_with("Acme", {"employee-handbook.md": original}, data_source="Handbook")
     http = Http(live_server.url, tenant.key)

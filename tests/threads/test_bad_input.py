@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -73,7 +74,7 @@ def _error(status: int, body: dict, expected_status: int, code: str, param: str 
 
 
 @pytest.mark.parametrize("thread_id", [str(uuid.uuid4()), "thread_abc", "not a uuid"])
-def test_it_does_not_find_unknown_threads(acme, thread_id):
+def test_it_does_not_find_unknown_threads(acme: Caller, thread_id: str) -> None:
     for status, body in [
         acme.get(f"/v1/threads/{thread_id}"),
         acme.get(f"/v1/threads/{thread_id}/messages"),
@@ -85,7 +86,7 @@ def test_it_does_not_find_unknown_threads(acme, thread_id):
         assert body["error"]["type"] == "not_found_error"
 
 
-def test_it_hides_another_tenants_thread_and_its_runs(acme, globex):
+def test_it_hides_another_tenants_thread_and_its_runs(acme: Caller, globex: Caller) -> None:
     thread_id = _thread(acme, "What is the retention period?")
     run = services.run_create(thread=Thread.objects.get(pk=thread_id), app=acme.app)
     base = f"/v1/threads/{thread_id}"
@@ -103,7 +104,7 @@ def test_it_hides_another_tenants_thread_and_its_runs(acme, globex):
     assert Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
 
 
-def test_it_does_not_run_another_tenants_private_assistant(acme, globex):
+def test_it_does_not_run_another_tenants_private_assistant(acme: Caller, globex: Caller) -> None:
     thread_id = _thread(acme, "What is the retention period?")
     for assistant_id in [str(globex.app.pk), str(uuid.uuid4()), "asst_abc"]:
         status, body = acme.post(f"/v1/threads/{thread_id}/runs", {"assistant_id": assistant_id})
@@ -113,7 +114,7 @@ def test_it_does_not_run_another_tenants_private_assistant(acme, globex):
     assert not Run.objects.exists()
 
 
-def test_it_does_not_find_unknown_runs_and_messages(acme):
+def test_it_does_not_find_unknown_runs_and_messages(acme: Caller) -> None:
     base = f"/v1/threads/{_thread(acme, 'Hello?')}"
     for path in [f"{base}/runs/{uuid.uuid4()}", f"{base}/runs/run_abc"]:
         _error(*acme.get(path), 404, "not_found", "run_id")
@@ -134,7 +135,9 @@ def test_it_does_not_find_unknown_runs_and_messages(acme):
         ([{"type": "image_url", "image_url": {"url": "http://x"}}], "unsupported_content"),
     ],
 )
-def test_it_refuses_messages_without_usable_content(acme, content, code):
+def test_it_refuses_messages_without_usable_content(
+    acme: Caller, content: object, code: str
+) -> None:
     thread_id = _thread(acme)
     status, body = acme.post(
         f"/v1/threads/{thread_id}/messages", {"role": "user", "content": content}
@@ -143,7 +146,7 @@ def test_it_refuses_messages_without_usable_content(acme, content, code):
     assert not Message.objects.exists()
 
 
-def test_it_accepts_text_parts_and_the_longest_allowed_content(acme):
+def test_it_accepts_text_parts_and_the_longest_allowed_content(acme: Caller) -> None:
     thread_id = _thread(acme)
     parts = [{"type": "text", "text": "First part."}, {"type": "text", "text": "Second?"}]
     status, body = acme.post(
@@ -165,11 +168,13 @@ def test_it_accepts_text_parts_and_the_longest_allowed_content(acme):
          "invalid_metadata", "metadata"),
     ],
 )  # fmt: skip
-def test_it_refuses_malformed_messages(acme, body, code, param):
+def test_it_refuses_malformed_messages(
+    acme: Caller, body: dict[str, Any], code: str, param: str
+) -> None:
     _error(*acme.post(f"/v1/threads/{_thread(acme)}/messages", body), 400, code, param)
 
 
-def test_it_refuses_malformed_threads(acme):
+def test_it_refuses_malformed_threads(acme: Caller) -> None:
     _error(*acme.post("/v1/threads", {"metadata": "x"}), 400, "invalid_metadata", "metadata")
     _error(
         *acme.post("/v1/threads", {"messages": [{"role": "user", "content": ""}]}),
@@ -181,7 +186,7 @@ def test_it_refuses_malformed_threads(acme):
     assert not Thread.objects.exists()
 
 
-def test_it_refuses_a_run_on_a_thread_without_a_user_message(acme):
+def test_it_refuses_a_run_on_a_thread_without_a_user_message(acme: Caller) -> None:
     empty = _thread(acme)
     status, body = acme.post(f"/v1/threads/{empty}/runs", {"assistant_id": str(acme.app.pk)})
     _error(status, body, 400, "no_user_message", "thread_id")
@@ -194,7 +199,7 @@ def test_it_refuses_a_run_on_a_thread_without_a_user_message(acme):
     assert not Run.objects.exists()
 
 
-def test_it_refuses_a_stream_flag_that_is_no_boolean_and_a_second_active_run(acme):
+def test_it_refuses_a_stream_flag_that_is_no_boolean_and_a_second_active_run(acme: Caller) -> None:
     base = f"/v1/threads/{_thread(acme, 'What is the retention period?')}"
     run_body = {"assistant_id": str(acme.app.pk)}
     refused = acme.post(f"{base}/runs", run_body | {"stream": "yes"})
@@ -210,12 +215,12 @@ def test_it_refuses_a_stream_flag_that_is_no_boolean_and_a_second_active_run(acm
     [("limit=0", "limit"), ("limit=101", "limit"), ("limit=ten", "limit"), ("order=up", "order"),
      (f"after={uuid.uuid4()}", "after"), ("before=msg_x", "before")],
 )  # fmt: skip
-def test_it_refuses_bad_list_parameters(acme, query, param):
+def test_it_refuses_bad_list_parameters(acme: Caller, query: str, param: str) -> None:
     status, body = acme.get(f"/v1/threads/{_thread(acme, 'Hi?')}/messages?{query}")
     assert status == 400 and body["error"]["param"] == param
 
 
-def test_it_needs_an_api_key():
+def test_it_needs_an_api_key() -> None:
     response = Client().post("/v1/threads", "{}", content_type="application/json")
     assert response.status_code in (401, 403)
     assert response.json()["error"]["type"] in ("authentication_error", "permission_error")

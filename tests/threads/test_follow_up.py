@@ -6,8 +6,11 @@ from __future__ import annotations
 import openai
 import pytest
 from openai.types.beta.threads import Message
+from pytest_django.live_server_helper import LiveServer
 
 from citations.models import QueryExecution
+from tests.support.assistants import file_citations, metadata_of, text_of
+from tests.support.worker import WorkerProcess
 from tests.threads.conftest import CONTRACTS, SURVEILLANCE, tenant_with
 
 pytestmark = [
@@ -49,8 +52,8 @@ CONVERSATIONS = [
 
 
 def test_it_answers_the_same_follow_up_for_the_policy_each_thread_discusses(
-    celery_worker, live_server
-):
+    celery_worker: WorkerProcess, live_server: LiveServer
+) -> None:
     """GIVEN two policies that both have a retention period, WHEN two threads ask the very
     same follow-up after opening on different policies, THEN each cites its own policy."""
     tenant = tenant_with(
@@ -65,11 +68,11 @@ def test_it_answers_the_same_follow_up_for_the_policy_each_thread_discusses(
         assert _first_cited_document(first) == document
 
         follow_up = _ask(client, thread.id, assistant, FOLLOW_UP)
-        text = follow_up.content[0].text.value
+        text = text_of(follow_up).value
         first_claim = text[: text.index("[1]")]
         assert period in first_claim
         assert other_period not in first_claim
-        execution = QueryExecution.objects.get(pk=follow_up.metadata["query_id"])
+        execution = QueryExecution.objects.get(pk=metadata_of(follow_up)["query_id"])
         assert execution.question == FOLLOW_UP  # the context steers retrieval, not the record
         assert execution.origin == "thread"
         top = execution.hits.get(k_pos=1)
@@ -77,7 +80,7 @@ def test_it_answers_the_same_follow_up_for_the_policy_each_thread_discusses(
         quoted = execution.quoted_sources.get(quoted_as="1")
         assert (quoted.document_name, quoted.section) == (document, top.section)
         # the annotation of [1] leads to that policy's file
-        marker = follow_up.content[0].text.annotations[0]
+        marker = file_citations(text_of(follow_up).annotations)[0]
         assert (marker.text, marker.file_citation.file_id) == (
             "[1]",
             str(tenant.files[document].pk),
@@ -91,7 +94,9 @@ HANDBOOK = (
 )
 
 
-def test_a_follow_up_on_another_topic_is_answered_on_that_topic(celery_worker, live_server):
+def test_a_follow_up_on_another_topic_is_answered_on_that_topic(
+    celery_worker: WorkerProcess, live_server: LiveServer
+) -> None:
     """The conversation steers retrieval, but the answer is chosen for the latest
     question: "What about travel?" after an invoice question quotes the travel rule,
     not the invoice sentence again (it did: the sentences were compared with the
@@ -100,11 +105,11 @@ def test_a_follow_up_on_another_topic_is_answered_on_that_topic(celery_worker, l
     client = openai.OpenAI(api_key=tenant.key, base_url=f"{live_server.url}/v1", max_retries=0)
     thread = client.beta.threads.create()
     first = _ask(client, thread.id, str(tenant.app.pk), "How long are invoices kept?")
-    assert "seven years" in first.content[0].text.value
+    assert "seven years" in text_of(first).value
     for follow_up, expected in (
         ("What about travel?", "Trains are preferred over flights"),
         ("And leave?", "twenty-five days of paid leave"),
     ):
-        answer = _ask(client, thread.id, str(tenant.app.pk), follow_up).content[0].text.value
+        answer = text_of(_ask(client, thread.id, str(tenant.app.pk), follow_up)).value
         assert expected in answer, (follow_up, answer)
         assert "seven years" not in answer, (follow_up, answer)

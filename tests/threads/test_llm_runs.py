@@ -4,10 +4,12 @@ run reports the model and the tokens it spent, and a model failure ends the run
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from rest_framework.test import APIClient
 
-from citations.models import Message, MessageRole, QueryExecution, RunStatus
+from citations.models import App, Message, MessageRole, QueryExecution, RunStatus
 from citations.threads import services
 from tests.citations import llm_support
 from tests.citations.llm_support import CAMERAS
@@ -18,7 +20,7 @@ llm_library, fast_retries = llm_support.llm_library, llm_support.fast_retries
 openai_server, anthropic_server = llm_support.openai_server, llm_support.anthropic_server
 
 
-def _run(library, app, **options):
+def _run(library: llm_support.Library, app: App, **options: Any) -> dict[str, Any]:
     thread = services.thread_create(organization=library.organization)
     services.message_create(thread=thread, role="user", content="How long are recordings kept?")
     run = services.run_create(thread=thread, app=app, **options)
@@ -28,7 +30,9 @@ def _run(library, app, **options):
     return client.get(f"/v1/threads/{thread.pk}/runs/{run.pk}").json()
 
 
-def test_a_run_s_instructions_reach_the_model_and_usage_is_real(llm_library, openai_server):
+def test_a_run_s_instructions_reach_the_model_and_usage_is_real(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(ms.answering(CAMERAS))
     app = llm_library.app("openai", model="gpt-test", prompt="The app's own prompt.")
     run = _run(llm_library, app, instructions="Answer like a records manager.")
@@ -45,7 +49,9 @@ def test_a_run_s_instructions_reach_the_model_and_usage_is_real(llm_library, ope
     assert answer.content[annotation["start_index"] : annotation["end_index"]] == "[1]"
 
 
-def test_without_instructions_the_app_s_prompt_is_the_system_prompt(llm_library, anthropic_server):
+def test_without_instructions_the_app_s_prompt_is_the_system_prompt(
+    llm_library: llm_support.Library, anthropic_server: ms.Server
+) -> None:
     anthropic_server.script(ms.claude(CAMERAS))
     app = llm_library.app("anthropic", model="claude-test", prompt="The app's own prompt.")
     run = _run(llm_library, app)
@@ -71,8 +77,12 @@ def test_without_instructions_the_app_s_prompt_is_the_system_prompt(llm_library,
     ],
 )
 def test_a_model_failure_fails_the_run_with_its_reason(
-    llm_library, openai_server, script, code, words
-):
+    llm_library: llm_support.Library,
+    openai_server: ms.Server,
+    script: ms.Script,
+    code: str,
+    words: str,
+) -> None:
     openai_server.script(script)
     run = _run(llm_library, llm_library.app("openai"))
     assert run["status"] == RunStatus.FAILED

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import openai
 import pymupdf
 import pytest
+from pytest_django.live_server_helper import LiveServer
 
 from citations.models import QueryExecution, QuotedSource, Run
 from documents.models import File
 from tests import factories
+from tests.support.assistants import file_citations, metadata_of, quote_of, text_of
+from tests.support.worker import WorkerProcess
 from tests.threads.conftest import Http, demo_handbook, security_policy_pdf, tenant_with
 
 pytestmark = [
@@ -29,8 +33,8 @@ def _flat(text: str) -> str:
 
 
 def test_it_traces_an_answer_from_the_run_down_to_the_original_bytes(
-    celery_worker, live_server, tmp_path
-):
+    celery_worker: WorkerProcess, live_server: LiveServer, tmp_path: Path
+) -> None:
     tenant = tenant_with(
         "Acme",
         {
@@ -57,13 +61,13 @@ def test_it_traces_an_answer_from_the_run_down_to_the_original_bytes(
     answer_message = messages.data[-1]
     assert answer_message.run_id == run.id
     assert answer_message.assistant_id == str(tenant.app.pk)
-    answer = answer_message.content[0].text
+    answer = text_of(answer_message)
     assert "within one hour of discovery" in answer.value
     assert answer.annotations, "the answer cites nothing"
 
-    tracing = json.loads(answer_message.content[1].text.value)
+    tracing = json.loads(text_of(answer_message, 1).value)
     assert tracing["object"] == "source_tracing"
-    assert tracing["query_id"] == answer_message.metadata["query_id"]
+    assert tracing["query_id"] == metadata_of(answer_message)["query_id"]
     chunks = tracing["chunks"]
     assert chunks and all(
         {"chunk_id", "page", "lines", "section", "database_id", "file_id"} <= set(c) for c in chunks
@@ -72,13 +76,13 @@ def test_it_traces_an_answer_from_the_run_down_to_the_original_bytes(
 
     pdf = tenant.files["security-policy.pdf"]
     cited_pdf = False
-    for annotation in answer.annotations:
+    for annotation in file_citations(answer.annotations):
         assert annotation.type == "file_citation"
         assert answer.value[annotation.start_index : annotation.end_index] == annotation.text
         number = annotation.text.strip("[]")
         traced = by_number[number]
         assert annotation.file_citation.file_id == traced["file_id"]
-        quote = annotation.file_citation.quote  # an extension field the client keeps
+        quote = quote_of(annotation)  # an extension field the client keeps
 
         # chunk_id + database_id → provenance (file_id, Markdown location)
         chunk = http.get(
@@ -116,7 +120,7 @@ def test_it_traces_an_answer_from_the_run_down_to_the_original_bytes(
 
     # the run is an ordinary query execution: same audit records, visible to compliance
     record = Run.objects.get(pk=run.id)
-    execution = QueryExecution.objects.get(pk=answer_message.metadata["query_id"])
+    execution = QueryExecution.objects.get(pk=metadata_of(answer_message)["query_id"])
     assert record.query_id == execution.pk and execution.origin == "thread"
     assert execution.answer == answer.value and execution.caller.startswith("api-key:")
     numbers = sorted({a.text.strip("[]") for a in answer.annotations}, key=int)

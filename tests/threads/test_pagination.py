@@ -18,7 +18,7 @@ def _ids(client: Client, path: str) -> tuple[list[str], bool]:
     return ids, body["has_more"]
 
 
-def test_it_pages_through_messages_in_both_orders():
+def test_it_pages_through_messages_in_both_orders() -> None:
     org = factories.organization("Acme")
     thread = services.thread_create(organization=org)
     ids = [

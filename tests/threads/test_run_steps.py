@@ -5,13 +5,24 @@ reasoning step (its results name each source; their content on request), then th
 
 from __future__ import annotations
 
+from typing import Final
+
 import openai
 import pytest
+from openai.types.beta.threads.runs import (
+    FileSearchToolCall,
+    MessageCreationStepDetails,
+    RunStep,
+    ToolCallsStepDetails,
+)
+from openai.types.beta.threads.runs.file_search_tool_call import FileSearchResult
+from pytest_django.live_server_helper import LiveServer
 
 from citations.models import ReasoningStep
 from tests import factories
 from tests.citations.steps_support import LEAVE, SECURITY, TRAVEL, TWO_FACTS
-from tests.threads.conftest import Http, tenant_with
+from tests.support.worker import WorkerProcess
+from tests.threads.conftest import Http, Tenant, tenant_with
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -19,10 +30,24 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:The Assistants API is deprecated:DeprecationWarning"),
 ]
 
-CONTENT = "step_details.tool_calls[*].file_search.results[*].content"
+CONTENT: Final = "step_details.tool_calls[*].file_search.results[*].content"
 
 
-def _stepped_tenant(name: str = "Initech"):
+def _file_search(step: RunStep) -> FileSearchToolCall:
+    """The first tool call of a ``tool_calls`` step, a file search."""
+    assert isinstance(step.step_details, ToolCallsStepDetails), step.step_details
+    call = step.step_details.tool_calls[0]
+    assert isinstance(call, FileSearchToolCall), call
+    return call
+
+
+def _results(step: RunStep) -> list[FileSearchResult]:
+    results = _file_search(step).file_search.results
+    assert results is not None, step
+    return results
+
+
+def _stepped_tenant(name: str = "Initech") -> Tenant:
     tenant = tenant_with(
         name,
         {
@@ -36,7 +61,9 @@ def _stepped_tenant(name: str = "Initech"):
     return tenant
 
 
-def _run(client: openai.OpenAI, app_id: str, question: str):
+def _run(
+    client: openai.OpenAI, app_id: str, question: str
+) -> tuple[openai.types.beta.Thread, openai.types.beta.threads.Run]:
     thread = client.beta.threads.create()
     client.beta.threads.messages.create(thread_id=thread.id, role="user", content=question)
     run = client.beta.threads.runs.create_and_poll(
@@ -46,7 +73,9 @@ def _run(client: openai.OpenAI, app_id: str, question: str):
     return thread, run
 
 
-def test_the_openai_client_lists_the_steps_of_a_stepped_run(celery_worker, live_server):
+def test_the_openai_client_lists_the_steps_of_a_stepped_run(
+    celery_worker: WorkerProcess, live_server: LiveServer
+) -> None:
     tenant = _stepped_tenant()
     client = openai.OpenAI(api_key=tenant.key, base_url=f"{live_server.url}/v1", max_retries=0)
     thread, run = _run(client, str(tenant.app.pk), TWO_FACTS)
@@ -59,37 +88,41 @@ def test_the_openai_client_lists_the_steps_of_a_stepped_run(celery_worker, live_
     assert [s.type for s in steps] == ["tool_calls", "tool_calls", "message_creation"]
     assert all(s.object == "thread.run.step" and s.status == "completed" for s in steps)
     assert all(s.run_id == run.id and s.thread_id == thread.id for s in steps)
-    stored = list(ReasoningStep.objects.filter(query_id=run.query_id).order_by("step_number"))
+    stored = list(
+        ReasoningStep.objects.filter(query_id=(run.model_extra or {})["query_id"]).order_by(
+            "step_number"
+        )
+    )
     files = {name: f.pk for name, f in tenant.files.items()}
     for step, reasoning_step in zip(steps[:2], stored, strict=True):
+        assert isinstance(step.step_details, ToolCallsStepDetails), step.step_details
         (call,) = step.step_details.tool_calls
+        assert isinstance(call, FileSearchToolCall), call
         assert call.type == "file_search" and call.file_search.results
+        assert step.metadata is not None
         assert step.metadata["question"] == reasoning_step.question
         assert step.metadata["intermediate_answer"] == reasoning_step.intermediate_answer
         for result in call.file_search.results:
+            assert result.content is not None
             assert 0 <= result.score <= 1 and result.content[0].type == "text"
             assert result.file_name in files and result.file_id == str(files[result.file_name])
         cited = {str(a.file_id) for a in reasoning_step.source_attributions.all()}
         assert cited <= {r.file_id for r in call.file_search.results}
-    leave, passwords = (s.step_details.tool_calls[0].file_search.results[0] for s in steps[:2])
+    leave, passwords = (_results(s)[0] for s in steps[:2])
     assert leave.file_name == "leave-policy.md" and passwords.file_name == "security-policy.md"
-    assert "twenty-five days" in leave.content[0].text
+    assert leave.content and "twenty-five days" in (leave.content[0].text or "")
     messages = client.beta.threads.messages.list(thread_id=thread.id, run_id=run.id)
+    assert isinstance(steps[2].step_details, MessageCreationStepDetails), steps[2].step_details
     assert steps[2].step_details.message_creation.message_id == messages.data[0].id
 
     # without include[], no content; newest first by default; one step by its id
     plain = client.beta.threads.runs.steps.list(run_id=run.id, thread_id=thread.id)
     assert [s.id for s in plain.data] == [s.id for s in reversed(steps)]
-    assert all(
-        r.content is None
-        for s in plain.data
-        if s.type == "tool_calls"
-        for r in s.step_details.tool_calls[0].file_search.results
-    )
+    assert all(r.content is None for s in plain.data if s.type == "tool_calls" for r in _results(s))
     one = client.beta.threads.runs.steps.retrieve(
         step_id=steps[1].id, run_id=run.id, thread_id=thread.id, include=[CONTENT]
     )
-    assert one.id == steps[1].id and one.step_details.tool_calls[0].file_search.results[0].content
+    assert one.id == steps[1].id and _results(one)[0].content
     page = client.beta.threads.runs.steps.list(
         run_id=run.id, thread_id=thread.id, order="asc", limit=1, after=steps[0].id
     )
@@ -111,7 +144,9 @@ def test_the_openai_client_lists_the_steps_of_a_stepped_run(celery_worker, live_
     assert Http(live_server.url, None).get(base).status == 401
 
 
-def test_a_single_step_run_has_one_file_search_step(celery_worker, live_server):
+def test_a_single_step_run_has_one_file_search_step(
+    celery_worker: WorkerProcess, live_server: LiveServer
+) -> None:
     tenant = _stepped_tenant("Umbrella")
     tenant.app.reasoning = "single"
     tenant.app.save(update_fields=["reasoning"])
@@ -121,5 +156,5 @@ def test_a_single_step_run_has_one_file_search_step(celery_worker, live_server):
     steps = client.beta.threads.runs.steps.list(run_id=run.id, thread_id=thread.id, order="asc")
 
     assert [s.type for s in steps.data] == ["tool_calls", "message_creation"]
-    results = steps.data[0].step_details.tool_calls[0].file_search.results
+    results = _results(steps.data[0])
     assert {r.file_name for r in results} >= {"leave-policy.md", "security-policy.md"}

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from django.utils import timezone
 
 from citations.composition import NOT_FOUND
@@ -33,7 +34,7 @@ def _queued_run(app: App, question: str = "What is the retention period?") -> Ru
     return services.run_create(thread=thread, app=app)
 
 
-def test_it_answers_once_however_often_the_task_is_delivered(app):
+def test_it_answers_once_however_often_the_task_is_delivered(app: App) -> None:
     run = _queued_run(app)
     services.run_execute(run_id=str(run.pk))
     services.run_execute(run_id=str(run.pk))  # a duplicate delivery
@@ -51,7 +52,7 @@ def test_it_answers_once_however_often_the_task_is_delivered(app):
     assert answer.metadata["query_id"] == str(execution.pk)
 
 
-def test_a_queued_run_is_cancelled_and_never_executed(app):
+def test_a_queued_run_is_cancelled_and_never_executed(app: App) -> None:
     run = services.run_cancel(run=_queued_run(app))
     assert run.status == RunStatus.CANCELLED and run.cancelled_at
     services.run_execute(run_id=str(run.pk))
@@ -61,7 +62,7 @@ def test_a_queued_run_is_cancelled_and_never_executed(app):
     assert refused.value.code == "run_not_cancellable"
 
 
-def test_a_running_run_is_cancelling_until_its_worker_stops(app):
+def test_a_running_run_is_cancelling_until_its_worker_stops(app: App) -> None:
     run = _queued_run(app)
     Run.objects.filter(pk=run.pk).update(status=RunStatus.IN_PROGRESS, started_at=timezone.now())
     assert services.run_cancel(run=run).status == RunStatus.CANCELLING
@@ -71,7 +72,7 @@ def test_a_running_run_is_cancelling_until_its_worker_stops(app):
     assert run.status == RunStatus.CANCELLED and not Message.objects.filter(run=run).exists()
 
 
-def test_a_finished_run_cannot_be_cancelled(app):
+def test_a_finished_run_cannot_be_cancelled(app: App) -> None:
     run = _queued_run(app)
     services.run_execute(run_id=str(run.pk))
     with pytest.raises(ThreadRejected) as refused:
@@ -80,7 +81,7 @@ def test_a_finished_run_cannot_be_cancelled(app):
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
 
 
-def test_a_run_whose_worker_died_is_claimed_again(app):
+def test_a_run_whose_worker_died_is_claimed_again(app: App) -> None:
     run = _queued_run(app)
     long_ago = timezone.now() - timedelta(days=1)
     Run.objects.filter(pk=run.pk).update(status=RunStatus.IN_PROGRESS, started_at=long_ago)
@@ -88,7 +89,7 @@ def test_a_run_whose_worker_died_is_claimed_again(app):
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
 
 
-def test_a_follow_up_is_searched_with_the_earlier_questions_and_cited_sections(app):
+def test_a_follow_up_is_searched_with_the_earlier_questions_and_cited_sections(app: App) -> None:
     thread = services.thread_create(organization=app.organization)
     services.message_create(thread=thread, role="user", content="Who operates the cameras?")
     Message.objects.create(
@@ -107,10 +108,11 @@ def test_a_follow_up_is_searched_with_the_earlier_questions_and_cited_sections(a
         "Who operates the cameras?\nVideo Surveillance Policy > Scope"
     )
     first = Message.objects.filter(thread=thread).order_by("created_at").first()
+    assert first is not None
     assert selectors.retrieval_context(question=first) == ""
 
 
-def test_thread_answers_show_in_the_compliance_admin(app, client):
+def test_thread_answers_show_in_the_compliance_admin(app: App, client: Client) -> None:
     run = _queued_run(app, "How long are camera recordings kept?")
     services.run_execute(run_id=str(run.pk))
     officer = get_user_model().objects.create_superuser("officer", "o@example.com", "pw")

@@ -17,7 +17,7 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
-def test_the_sweep_requeues_only_stalled_runs():
+def test_the_sweep_requeues_only_stalled_runs() -> None:
     org = factories.organization()
     factories.data_source(org, "Policies")
     app = app_create(organization=org, name="HR", data_source_names=["Policies"])

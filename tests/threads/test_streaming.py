@@ -5,11 +5,18 @@ final message exactly the one a polled run stores."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import openai
 import pytest
 from openai import AssistantEventHandler
+from openai.types.beta import AssistantStreamEvent
+from openai.types.beta.threads import Text, TextDelta
+from pytest_django.live_server_helper import LiveServer
 from typing_extensions import override
 
+from tests.support.assistants import text_of
+from tests.support.worker import WorkerProcess
 from tests.threads.conftest import Http, demo_handbook, tenant_with
 
 pytestmark = [
@@ -36,15 +43,17 @@ class Recorder(AssistantEventHandler):
         self.text = ""
 
     @override
-    def on_event(self, event) -> None:
+    def on_event(self, event: AssistantStreamEvent) -> None:
         self.names.append(event.event)
 
     @override
-    def on_text_delta(self, delta, snapshot) -> None:
+    def on_text_delta(self, delta: TextDelta, snapshot: Text) -> None:
         self.text += delta.value or ""
 
 
-def test_it_streams_a_run_into_the_message_it_stores(celery_worker, live_server, tmp_path):
+def test_it_streams_a_run_into_the_message_it_stores(
+    celery_worker: WorkerProcess, live_server: LiveServer, tmp_path: Path
+) -> None:
     tenant = tenant_with(
         "Acme", {"employee-handbook.md": demo_handbook(tmp_path)}, data_source="Handbook"
     )
@@ -62,10 +71,11 @@ def test_it_streams_a_run_into_the_message_it_stores(celery_worker, live_server,
 
     assert recorder.names[: len(OPENING)] == OPENING
     assert recorder.names[-2:] == ["thread.message.completed", "thread.run.completed"]
+    assert run.usage is not None
     assert run.status == "completed" and run.usage.total_tokens == 0
     stored = client.beta.threads.messages.list(thread_id=thread.id, limit=1).data[0]
     assert [m.model_dump() for m in final_messages] == [stored.model_dump()]
-    answer = stored.content[0].text
+    answer = text_of(stored)
     assert "seven years" in answer.value and answer.annotations
     assert recorder.text.startswith(answer.value)  # then the source-tracing block
     assert client.beta.threads.runs.retrieve(run.id, thread_id=thread.id).model_dump() == (

@@ -5,6 +5,8 @@ failed or cancelled reported as such, always followed by ``event: done``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -18,7 +20,7 @@ from tests import factories
 ANSWER = "Invoices are kept for seven years [1] and travel receipts for ten years [2] [3]."
 
 
-def _parse(chunks) -> list[tuple[str, object]]:
+def _parse(chunks: Iterable[bytes]) -> list[tuple[str, Any]]:
     events = []
     for block in b"".join(chunks).decode().strip().split("\n\n"):
         name, data = block.split("\n", 1)
@@ -30,7 +32,7 @@ def _parse(chunks) -> list[tuple[str, object]]:
 
 
 @pytest.mark.parametrize("cuts", [[], [5, 37, 76], [len(ANSWER)]])
-def test_the_pieces_rebuild_the_text_and_end_at_every_cut(cuts):
+def test_the_pieces_rebuild_the_text_and_end_at_every_cut(cuts: list[int]) -> None:
     pieces = text_pieces(ANSWER, cuts)
     assert "".join(piece for _, piece in pieces) == ANSWER
     ends = {start + len(piece) for start, piece in pieces}
@@ -50,7 +52,7 @@ def _marker(number: str) -> dict:
 
 
 @pytest.fixture
-def run(db) -> Run:
+def run(db: None) -> Run:
     org = factories.organization("Acme")
     factories.data_source(org, "Policies")
     app = app_create(organization=org, name="Assistant", data_source_names=["Policies"])
@@ -59,7 +61,7 @@ def run(db) -> Run:
     return Run.objects.create(thread=thread, app=app, question=question)
 
 
-def test_each_annotation_comes_with_the_delta_that_completes_its_marker(run):
+def test_each_annotation_comes_with_the_delta_that_completes_its_marker(run: Run) -> None:
     annotations = [_marker("1"), _marker("2"), _marker("3")]
     message = Message.objects.create(
         thread=run.thread, role=MessageRole.ASSISTANT, content=ANSWER, annotations=annotations,
@@ -90,8 +92,8 @@ def test_each_annotation_comes_with_the_delta_that_completes_its_marker(run):
     ],
 )
 def test_a_run_that_does_not_complete_ends_the_stream_with_its_status(
-    run, status, started, expected
-):
+    run: Run, status: str, started: bool, expected: list[str]
+) -> None:
     now = timezone.now()
     Run.objects.filter(pk=run.pk).update(
         status=status, started_at=now if started else None, failed_at=now, error_code="server_error"

@@ -46,7 +46,7 @@ def _listed(client: Client, path: str) -> tuple[int, int]:
 
 
 @pytest.fixture
-def conversation(steps_library):
+def conversation(steps_library: steps_support.StepsLibrary) -> tuple[App, Thread, Client]:
     app = steps_library.app(name="Single", reasoning="single")
     thread = services.thread_create(organization=steps_library.organization)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {steps_library.key}")
@@ -54,7 +54,9 @@ def conversation(steps_library):
 
 
 @pytest.mark.parametrize(("path", "per_turn"), [("messages", 2), ("runs", 1)])
-def test_a_thread_list_query_count_does_not_grow_with_its_rows(conversation, path, per_turn):
+def test_a_thread_list_query_count_does_not_grow_with_its_rows(
+    conversation: tuple[App, Thread, Client], path: str, per_turn: int
+) -> None:
     app, thread, client = conversation
     url = f"/v1/threads/{thread.pk}/{path}?limit=100"
     _turn(thread, app, QUESTIONS[0])
@@ -67,7 +69,9 @@ def test_a_thread_list_query_count_does_not_grow_with_its_rows(conversation, pat
     assert many <= few, f"{path}: {few} queries for {per_turn} rows, {many} for {rows}"
 
 
-def test_a_run_s_steps_query_count_does_not_grow_with_its_steps(steps_library):
+def test_a_run_s_steps_query_count_does_not_grow_with_its_steps(
+    steps_library: steps_support.StepsLibrary,
+) -> None:
     app = steps_library.app(name="Stepped")
     client = Client(HTTP_AUTHORIZATION=f"Bearer {steps_library.key}")
     counted = {}

@@ -40,9 +40,10 @@ REMOTE_WORK = (
 )
 
 
-def member_of(org: Organization, username: str) -> User:
+def member_of(org: Organization, username: str, role: str = "editor") -> User:
+    """A member with ``role`` (core.roles); editors, who may upload, unless said."""
     user = get_user_model().objects.create_user(username, f"{username}@example.com", PASSWORD)
-    OrganizationMember.objects.create(organization=org, user=user)
+    OrganizationMember.objects.create(organization=org, user=user, role=role)
     return user
 
 
@@ -70,7 +71,7 @@ class Tenant:
 
 
 @pytest.fixture
-def tenant(db) -> Tenant:
+def tenant(db: None) -> Tenant:
     """Acme with member alice, a Handbook data source and an HR app over it."""
     org = factories.organization("Acme")
     user = member_of(org, "alice")

@@ -64,7 +64,9 @@ def _report(found: dict[str, list[dict[str, Any]]]) -> str:
 
 
 @pytest.mark.parametrize("device", list(VIEWPORTS))
-def test_axe_finds_no_violations_on_the_end_user_pages(browser: Browser, site: Site, device: str):
+def test_axe_finds_no_violations_on_the_end_user_pages(
+    browser: Browser, site: Site, device: str
+) -> None:
     page = browser.new_context(**VIEWPORTS[device]).new_page()
     found: dict[str, list[dict[str, Any]]] = {}
 

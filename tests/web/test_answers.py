@@ -3,8 +3,11 @@ no-answer, documents changed or deleted since, and 404 for anyone else's answer.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.test import Client
+from pytest_django import DjangoAssertNumQueries
 
 from citations.composition import NOT_FOUND
 from citations.models import QueryExecution
@@ -25,14 +28,14 @@ def _ask(tenant: Tenant, question: str = QUESTION) -> QueryExecution:
     return QueryExecution.objects.get(pk=response["Location"].split("/")[2])
 
 
-def test_it_says_when_the_organization_has_no_app(db):
+def test_it_says_when_the_organization_has_no_app(db: None) -> None:
     org = factories.organization("Empty")
     body = signed_in(member_of(org, "bob")).get("/").content.decode()
     assert "no question-answering app yet" in body
     assert "<textarea" not in body
 
 
-def test_it_shows_the_question_box_of_the_chosen_app(tenant: Tenant):
+def test_it_shows_the_question_box_of_the_chosen_app(tenant: Tenant) -> None:
     other = factories.data_source(tenant.org, "Legal")
     from citations.llm_apps import app_create
 
@@ -50,7 +53,9 @@ def test_it_shows_the_question_box_of_the_chosen_app(tenant: Tenant):
     assert tenant.client.get(f"/?app={foreign.pk}").status_code == 404
 
 
-def test_it_answers_with_linked_references_and_a_sources_panel(tenant: Tenant, remote_work: File):
+def test_it_answers_with_linked_references_and_a_sources_panel(
+    tenant: Tenant, remote_work: File
+) -> None:
     execution = _ask(tenant)
     assert execution.caller_user == tenant.user and execution.origin == "web"
     source = execution.quoted_sources.get(quoted_as="1")
@@ -76,7 +81,7 @@ def test_it_answers_with_linked_references_and_a_sources_panel(tenant: Tenant, r
     assert "<li>Remote work charter</li>" in crumbs and "<li>Eligibility</li>" in crumbs
 
 
-def test_it_keeps_uncited_hits_on_demand(tenant: Tenant, remote_work: File):
+def test_it_keeps_uncited_hits_on_demand(tenant: Tenant, remote_work: File) -> None:
     execution = _ask(tenant)
     cited = set(execution.quoted_sources.values_list("hit__k_pos", flat=True))
     uncited = execution.hits.exclude(k_pos__in=cited)
@@ -90,7 +95,7 @@ def test_it_keeps_uncited_hits_on_demand(tenant: Tenant, remote_work: File):
     assert "Retrieved at rank" in page.content.decode()
 
 
-def test_it_says_when_the_documents_have_no_answer(tenant: Tenant, remote_work: File):
+def test_it_says_when_the_documents_have_no_answer(tenant: Tenant, remote_work: File) -> None:
     execution = _ask(tenant, "What is the airspeed velocity of an unladen swallow?")
     assert execution.answer == NOT_FOUND
     body = tenant.client.get(f"/answers/{execution.pk}/").content.decode()
@@ -98,14 +103,14 @@ def test_it_says_when_the_documents_have_no_answer(tenant: Tenant, remote_work: 
     assert "The answer cites no source." in body
 
 
-def test_it_refuses_an_empty_question_on_the_page(tenant: Tenant):
+def test_it_refuses_an_empty_question_on_the_page(tenant: Tenant) -> None:
     response = tenant.client.post("/", {"app": str(tenant.app.pk), "question": "   "})
     assert response.status_code == 400
     assert b'id="question-error" role="alert">The question must not be empty' in response.content
     assert not QueryExecution.objects.exists()
 
 
-def test_another_users_answer_is_not_found(tenant: Tenant, remote_work: File):
+def test_another_users_answer_is_not_found(tenant: Tenant, remote_work: File) -> None:
     execution = _ask(tenant)
     colleague = signed_in(member_of(tenant.org, "bob"))
     outsider = signed_in(member_of(factories.organization("Globex"), "mallory"))
@@ -121,7 +126,9 @@ def test_another_users_answer_is_not_found(tenant: Tenant, remote_work: File):
     assert tenant.client.get(f"/answers/{execution.pk}/sources/99/").status_code == 404
 
 
-def test_history_lists_only_my_questions_and_reopens_them(tenant: Tenant, remote_work: File):
+def test_history_lists_only_my_questions_and_reopens_them(
+    tenant: Tenant, remote_work: File
+) -> None:
     mine = _ask(tenant)
     query_execute(app=tenant.app, question="Who provides the laptop?", user=None)
     body = tenant.client.get("/history/").content.decode()
@@ -129,11 +136,13 @@ def test_history_lists_only_my_questions_and_reopens_them(tenant: Tenant, remote
     assert "1 source" in body and "document changed since" not in body
 
 
-def test_history_is_empty_before_the_first_question(tenant: Tenant):
+def test_history_is_empty_before_the_first_question(tenant: Tenant) -> None:
     assert "You have not asked anything yet" in tenant.client.get("/history/").content.decode()
 
 
-def test_an_answer_reopens_as_it_was_after_the_document_changed(tenant: Tenant, remote_work: File):
+def test_an_answer_reopens_as_it_was_after_the_document_changed(
+    tenant: Tenant, remote_work: File
+) -> None:
     execution = _ask(tenant)
     newer = factories.upload(
         tenant.source, "remote.md", b"# Remote work charter\n\nRemote work is suspended.\n"
@@ -149,7 +158,9 @@ def test_an_answer_reopens_as_it_was_after_the_document_changed(tenant: Tenant, 
     assert "document changed since" in tenant.client.get("/history/").content.decode()
 
 
-def test_an_answer_reopens_after_the_document_was_deleted(tenant: Tenant, remote_work: File):
+def test_an_answer_reopens_after_the_document_was_deleted(
+    tenant: Tenant, remote_work: File
+) -> None:
     execution = _ask(tenant)
     file_delete(file=remote_work, reason="outdated policy")
     body = tenant.client.get(f"/answers/{execution.pk}/").content.decode()
@@ -163,8 +174,8 @@ def test_an_answer_reopens_after_the_document_was_deleted(tenant: Tenant, remote
 
 
 def test_the_history_query_count_does_not_grow_with_answers(
-    tenant: Tenant, remote_work: File, django_assert_num_queries
-):
+    tenant: Tenant, remote_work: File, django_assert_num_queries: DjangoAssertNumQueries
+) -> None:
     for _ in range(2):
         _ask(tenant)
     with django_assert_num_queries(6) as few:
@@ -176,7 +187,7 @@ def test_the_history_query_count_does_not_grow_with_answers(
         tenant.client.get("/history/")
 
 
-def test_sign_out_needs_a_post_and_ends_the_session(tenant: Tenant):
+def test_sign_out_needs_a_post_and_ends_the_session(tenant: Tenant) -> None:
     assert tenant.client.get("/accounts/logout/").status_code == 405
     response = tenant.client.post("/accounts/logout/")
     assert response.status_code == 302 and response["Location"] == "/accounts/login/"
@@ -184,7 +195,9 @@ def test_sign_out_needs_a_post_and_ends_the_session(tenant: Tenant):
     assert isinstance(tenant.client, Client)
 
 
-def test_table_rows_answer_their_questions_and_not_unrelated_ones(tenant: Tenant, corpus):
+def test_table_rows_answer_their_questions_and_not_unrelated_ones(
+    tenant: Tenant, corpus: Path
+) -> None:
     """A short row shares words easily ("Color" for a question about a colour): it
     must be close in meaning to be quoted, while rows that answer still are."""
     for name in (
@@ -210,7 +223,7 @@ def test_table_rows_answer_their_questions_and_not_unrelated_ones(tenant: Tenant
         assert execution.answer == NOT_FOUND, (question, execution.answer)
 
 
-def test_a_short_json_value_answers_its_question_and_not_unrelated_ones(tenant: Tenant):
+def test_a_short_json_value_answers_its_question_and_not_unrelated_ones(tenant: Tenant) -> None:
     """A JSON value is a short "**key**: value" line: it was never quoted (fewer than
     four words), so "Who is the health benefits provider?" quoted the coverage line
     beside it; it must still be close in meaning to count."""

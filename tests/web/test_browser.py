@@ -20,11 +20,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Browser, Locator, Page, expect
 from pptx import Presentation
+from pytest_django.live_server_helper import LiveServer
 
 from citations.llm_apps import app_create
 from tests import factories
 from tests.support.browser import chromium
-from tests.support.worker import ARTIFACTS
+from tests.support.worker import ARTIFACTS, WorkerProcess
 from tests.web.conftest import PASSWORD
 from tests.web.highlights import words_under
 from tests.web.test_viewer import (
@@ -42,11 +43,11 @@ SCREENSHOTS = ARTIFACTS / "screenshots"
 
 
 @pytest.fixture
-def site(live_server, celery_worker) -> str:
+def site(live_server: LiveServer, celery_worker: WorkerProcess) -> str:
     """Acme, member alice, a Handbook data source and an HR app, as an admin sets them up."""
     org = factories.organization("Acme")
     user = get_user_model().objects.create_user("alice", "alice@example.com", PASSWORD)
-    org.members.create(user=user)
+    org.members.create(user=user, role="editor")
     factories.data_source(org, "Handbook")
     app_create(organization=org, name="HR", data_source_names=["Handbook"])
     return live_server.url
@@ -137,7 +138,7 @@ def _percent_boxes(page: Page, frame: str, boxes: str) -> list[tuple[float, floa
 
 def test_pdf_reference_opens_its_page_with_the_cited_words_highlighted(
     browser: Browser, site: str, corpus: Path
-):
+) -> None:
     shots = Shots("pdf")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     _sign_in(page, site)
@@ -161,7 +162,7 @@ def test_pdf_reference_opens_its_page_with_the_cited_words_highlighted(
 
 def test_pdf_pages_work_on_a_phone_by_keyboard_and_without_javascript(
     browser: Browser, site: str, corpus: Path
-):
+) -> None:
     shots = Shots("phone")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     _sign_in(page, site)
@@ -219,7 +220,7 @@ def _office_case(browser: Browser, site: str, path: Path, question: str, name: s
 
 def test_docx_reference_opens_page_2_with_the_cited_lines_highlighted(
     browser: Browser, site: str, corpus: Path
-):
+) -> None:
     highlighted = _office_case(browser, site, corpus / DOCX, DOCX_QUESTION, "docx")
     assert "Here is a random table for .docx parsing test purposes:" in highlighted
     # python-docx: the highlighted paragraph follows Word's first rendered page break
@@ -233,7 +234,7 @@ def test_docx_reference_opens_page_2_with_the_cited_lines_highlighted(
 
 def test_pptx_reference_opens_slide_2_with_the_cited_lines_highlighted(
     browser: Browser, site: str, corpus: Path
-):
+) -> None:
     highlighted = _office_case(browser, site, corpus / PPTX, PPTX_QUESTION, "pptx")
     sentence = "AutoGen is an open-source framework that allows developers to build LLM"
     assert sentence in highlighted
@@ -253,7 +254,7 @@ def _row_id(row: Locator) -> str:
 
 def test_the_library_keeps_keyboard_focus_while_it_updates_itself(
     browser: Browser, site: str, corpus: Path
-):
+) -> None:
     """The list re-reads itself every second while files ingest; it replaced the
     whole list, so a focused Download link or Retry button lost focus each time."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -285,7 +286,9 @@ def test_the_library_keeps_keyboard_focus_while_it_updates_itself(
     page.close()
 
 
-def test_a_quoted_passage_opens_on_its_cited_sentence(browser: Browser, site: str, tmp_path: Path):
+def test_a_quoted_passage_opens_on_its_cited_sentence(
+    browser: Browser, site: str, tmp_path: Path
+) -> None:
     """A passage box has a limited height; a sentence cited from the end of a long
     chunk was below the box's fold, so the reader saw only uncited text."""
     garden = "".join(f"Note {n} describes the flower beds of the garden.\n\n" for n in range(1, 16))

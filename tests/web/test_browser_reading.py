@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Browser, FloatRect, Locator, Page, expect
+from pytest_django.live_server_helper import LiveServer
 
 from citations.llm_apps import app_create
 from tests import factories
@@ -74,11 +75,11 @@ class Site:
 
 
 @pytest.fixture
-def site(live_server, corpus) -> Site:
+def site(live_server: LiveServer, corpus: Path) -> Site:
     """Acme, member alice, an HR app over a Handbook holding three documents."""
     org = factories.organization("Acme")
     user = get_user_model().objects.create_user("alice", "alice@example.com", PASSWORD)
-    org.members.create(user=user)
+    org.members.create(user=user, role="editor")
     source = factories.data_source(org, "Handbook")
     app_create(organization=org, name="HR", data_source_names=["Handbook"])
     for name, data in (
@@ -153,7 +154,9 @@ def _in_viewport(page: Page, selector: str) -> bool:
     )
 
 
-def test_markdown_renders_as_html_and_a_documents_script_never_runs(browser: Browser, site: Site):
+def test_markdown_renders_as_html_and_a_documents_script_never_runs(
+    browser: Browser, site: Site
+) -> None:
     shots = Shots("markdown")
     page = _signed_in(browser, site, viewport={"width": 1280, "height": 900})
     violations: list[str] = []
@@ -183,7 +186,9 @@ def test_markdown_renders_as_html_and_a_documents_script_never_runs(browser: Bro
     page.context.close()
 
 
-def test_a_reference_previews_on_hover_and_on_focus_and_escape_closes(browser: Browser, site: Site):
+def test_a_reference_previews_on_hover_and_on_focus_and_escape_closes(
+    browser: Browser, site: Site
+) -> None:
     shots = Shots("preview")
     page = _signed_in(browser, site, viewport={"width": 1280, "height": 900})
     _ask(page, site, PDF_QUESTION)
@@ -216,7 +221,7 @@ def test_a_reference_previews_on_hover_and_on_focus_and_escape_closes(browser: B
 
 def test_the_viewer_lands_on_the_outlined_line_and_its_bar_pages_and_zooms(
     browser: Browser, site: Site
-):
+) -> None:
     shots = Shots("viewer")
     page = _signed_in(browser, site, viewport={"width": 1280, "height": 700})
     _ask(page, site, PDF_QUESTION)
@@ -247,7 +252,7 @@ def test_the_viewer_lands_on_the_outlined_line_and_its_bar_pages_and_zooms(
 
 def test_enter_sends_shift_enter_adds_a_line_and_the_status_streams_before_the_answer(
     browser: Browser, site: Site
-):
+) -> None:
     shots = Shots("stream")
     seen: list[dict] = []
     page = _signed_in(browser, site, seen, viewport={"width": 1280, "height": 900})
@@ -278,7 +283,9 @@ def test_enter_sends_shift_enter_adds_a_line_and_the_status_streams_before_the_a
     page.context.close()
 
 
-def test_a_follow_up_streams_in_place_and_continues_the_thread(browser: Browser, site: Site):
+def test_a_follow_up_streams_in_place_and_continues_the_thread(
+    browser: Browser, site: Site
+) -> None:
     shots = Shots("follow-up")
     seen: list[dict] = []
     page = _signed_in(browser, site, seen, viewport={"width": 1280, "height": 900})
@@ -317,7 +324,7 @@ def test_a_follow_up_streams_in_place_and_continues_the_thread(browser: Browser,
     page.context.close()
 
 
-def test_feedback_is_recorded_in_the_audit_chain(browser: Browser, site: Site):
+def test_feedback_is_recorded_in_the_audit_chain(browser: Browser, site: Site) -> None:
     shots = Shots("feedback")
     page = _signed_in(browser, site, viewport={"width": 1280, "height": 900})
     _ask(page, site, REMOTE_QUESTION)
@@ -343,7 +350,7 @@ def test_feedback_is_recorded_in_the_audit_chain(browser: Browser, site: Site):
     page.context.close()
 
 
-def test_keyboard_only_ask_preview_and_viewer(browser: Browser, site: Site):
+def test_keyboard_only_ask_preview_and_viewer(browser: Browser, site: Site) -> None:
     shots = Shots("keyboard")
     page = _signed_in(browser, site, viewport={"width": 1280, "height": 900})
     page.goto(f"{site.url}/")
@@ -378,7 +385,9 @@ def test_keyboard_only_ask_preview_and_viewer(browser: Browser, site: Site):
     page.context.close()
 
 
-def test_on_a_phone_the_crop_comes_first_and_nothing_scrolls_sideways(browser: Browser, site: Site):
+def test_on_a_phone_the_crop_comes_first_and_nothing_scrolls_sideways(
+    browser: Browser, site: Site
+) -> None:
     shots = Shots("phone")
     page = _signed_in(
         browser, site, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True

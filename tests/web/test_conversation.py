@@ -4,18 +4,27 @@ readers' feedback as chained evidence, and the PDF highlight crop."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.db import DatabaseError, transaction
+from django.test import Client
 
 from audit.ledger import ledger_verify
 from audit.models import EvidenceEntry
 from citations.models import AnswerFeedback, Message, MessageRole, QueryExecution
 from citations.services import query_execute
 from citations.web import conversation
+from documents.models import File
 from tests import factories
+from tests.support.http import streamed
 from tests.web.conftest import Tenant, ingest_now, member_of, signed_in
 from tests.web.test_viewer import PDF, PDF_QUESTION
+
+if TYPE_CHECKING:
+    from django.test.client import _MonkeyPatchedWSGIResponse
+
 
 pytestmark = pytest.mark.django_db
 
@@ -29,8 +38,8 @@ def _ask(tenant: Tenant, question: str = QUESTION) -> QueryExecution:
     return QueryExecution.objects.get(pk=response["Location"].split("/")[2])
 
 
-def _events(response) -> list[tuple[str, dict]]:
-    body = b"".join(response.streaming_content).decode()
+def _events(response: _MonkeyPatchedWSGIResponse) -> list[tuple[str, dict]]:
+    body = streamed(response).decode()
     events = []
     for block in body.strip().split("\n\n"):
         lines = dict(line.split(": ", 1) for line in block.split("\n"))
@@ -38,7 +47,9 @@ def _events(response) -> list[tuple[str, dict]]:
     return events
 
 
-def test_it_streams_the_status_then_the_answer_sentence_by_sentence(tenant: Tenant, remote_work):
+def test_it_streams_the_status_then_the_answer_sentence_by_sentence(
+    tenant: Tenant, remote_work: File
+) -> None:
     response = tenant.client.post("/ask/stream/", {"app": str(tenant.app.pk), "question": QUESTION})
     assert response["Content-Type"] == "text/event-stream" and response.streaming
     events = _events(response)
@@ -52,19 +63,19 @@ def test_it_streams_the_status_then_the_answer_sentence_by_sentence(tenant: Tena
     assert events[-1][1]["url"] == f"/answers/{execution.pk}/"
 
 
-def test_a_streamed_empty_question_reports_why(tenant: Tenant):
+def test_a_streamed_empty_question_reports_why(tenant: Tenant) -> None:
     events = _events(tenant.client.post("/ask/stream/", {"app": str(tenant.app.pk)}))
     assert [name for name, _ in events] == ["status", "failed"]
     assert "question" in events[1][1]["text"].lower()
 
 
 def test_a_follow_up_continues_the_thread_with_the_earlier_turns(
-    tenant: Tenant, remote_work, monkeypatch
-):
+    tenant: Tenant, remote_work: File, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = _ask(tenant)
     searched_with = []
 
-    def spy(**kwargs):
+    def spy(**kwargs: Any) -> QueryExecution:
         searched_with.append(kwargs["retrieval_context"])
         return query_execute(**kwargs)
 
@@ -92,7 +103,7 @@ def test_a_follow_up_continues_the_thread_with_the_earlier_turns(
     assert Message.objects.get(query=third, role=MessageRole.ASSISTANT).thread_id == thread.pk
 
 
-def test_a_follow_up_on_someone_elses_answer_is_404(tenant: Tenant, remote_work):
+def test_a_follow_up_on_someone_elses_answer_is_404(tenant: Tenant, remote_work: File) -> None:
     first = _ask(tenant)
     mallory = signed_in(member_of(tenant.org, "mallory"))
     assert mallory.post(f"/answers/{first.pk}/follow-up/", {"question": "x y"}).status_code == 404
@@ -100,7 +111,9 @@ def test_a_follow_up_on_someone_elses_answer_is_404(tenant: Tenant, remote_work)
     assert stream.status_code == 404
 
 
-def test_feedback_is_recorded_in_the_chain_and_cannot_be_changed(tenant: Tenant, remote_work):
+def test_feedback_is_recorded_in_the_chain_and_cannot_be_changed(
+    tenant: Tenant, remote_work: File
+) -> None:
     execution = _ask(tenant)
     response = tenant.client.post(
         f"/answers/{execution.pk}/feedback/", {"rating": "not_helpful", "comment": "Too short."}
@@ -128,7 +141,9 @@ def test_feedback_is_recorded_in_the_chain_and_cannot_be_changed(tenant: Tenant,
     assert bad.status_code == 302 and AnswerFeedback.objects.count() == 1
 
 
-def test_officers_see_feedback_read_only(tenant: Tenant, remote_work, admin_client):
+def test_officers_see_feedback_read_only(
+    tenant: Tenant, remote_work: File, admin_client: Client
+) -> None:
     execution = _ask(tenant)
     tenant.client.post(f"/answers/{execution.pk}/feedback/", {"rating": "helpful"})
     feedback = AnswerFeedback.objects.get()
@@ -139,7 +154,7 @@ def test_officers_see_feedback_read_only(tenant: Tenant, remote_work, admin_clie
     assert change.status_code == 200 and 'name="comment"' not in change.content.decode()
 
 
-def test_the_crop_shows_the_highlighted_band_of_a_pdf_page(tenant: Tenant, corpus):
+def test_the_crop_shows_the_highlighted_band_of_a_pdf_page(tenant: Tenant, corpus: Path) -> None:
     path = corpus / PDF
     ingest_now(factories.upload(tenant.source, path.name, path.read_bytes()).file)
     execution = query_execute(app=tenant.app, question=PDF_QUESTION, user=tenant.user, origin="web")

@@ -3,30 +3,40 @@ rejected files, failed files with their reason and a retry, tenancy, CSRF."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from pytest_django import DjangoAssertNumQueries, Settings
 
 from documents import ingestion
 from documents.models import File
 from tests import factories
 from tests.web.conftest import REMOTE_WORK, Tenant, member_of, signed_in
 
+if TYPE_CHECKING:
+    from django.test.client import _MonkeyPatchedWSGIResponse
+
+
 pytestmark = pytest.mark.django_db
 
 
-def _upload(client: Client, *files: SimpleUploadedFile, source: str = "Handbook"):
+def _upload(
+    client: Client, *files: SimpleUploadedFile, source: str = "Handbook"
+) -> _MonkeyPatchedWSGIResponse:
     return client.post("/library/", {"data_source": source, "files": list(files)}, follow=True)
 
 
-def test_it_sends_anonymous_visitors_to_sign_in(db):
+def test_it_sends_anonymous_visitors_to_sign_in(db: None) -> None:
     for url in ("/", "/library/", "/history/"):
         response = Client().get(url)
         assert response.status_code == 302
         assert response["Location"].startswith("/accounts/login/?next=")
 
 
-def test_it_signs_in_with_the_login_form(tenant: Tenant):
+def test_it_signs_in_with_the_login_form(tenant: Tenant) -> None:
     client = Client()
     page = client.get("/accounts/login/")
     assert page.status_code == 200 and b'name="csrfmiddlewaretoken"' in page.content
@@ -38,7 +48,7 @@ def test_it_signs_in_with_the_login_form(tenant: Tenant):
     assert wrong.status_code == 200 and b'role="alert"' in wrong.content
 
 
-def test_it_tells_a_user_without_organization(db):
+def test_it_tells_a_user_without_organization(db: None) -> None:
     from django.contrib.auth import get_user_model
 
     user = get_user_model().objects.create_user("loner", "l@example.com", "pw-123456789")
@@ -47,7 +57,7 @@ def test_it_tells_a_user_without_organization(db):
     assert b"not a member of any organization" in response.content
 
 
-def test_it_shows_the_empty_library(tenant: Tenant):
+def test_it_shows_the_empty_library(tenant: Tenant) -> None:
     response = tenant.client.get("/library/")
     assert response.status_code == 200
     body = response.content.decode()
@@ -55,7 +65,7 @@ def test_it_shows_the_empty_library(tenant: Tenant):
     assert 'aria-current="page"' in body and 'http-equiv="refresh"' not in body
 
 
-def test_it_uploads_many_files_and_shows_their_progress(tenant: Tenant):
+def test_it_uploads_many_files_and_shows_their_progress(tenant: Tenant) -> None:
     response = _upload(
         tenant.client,
         SimpleUploadedFile("remote.md", REMOTE_WORK),
@@ -71,7 +81,7 @@ def test_it_uploads_many_files_and_shows_their_progress(tenant: Tenant):
     assert "waiting for a worker" in body
 
 
-def test_it_shows_each_stage_with_counts(tenant: Tenant, corpus):
+def test_it_shows_each_stage_with_counts(tenant: Tenant, corpus: Path) -> None:
     pdf = corpus / "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf"
     record = factories.upload(tenant.source, pdf.name, pdf.read_bytes()).file
     body = tenant.client.get("/library/").content.decode()
@@ -89,7 +99,7 @@ def test_it_shows_each_stage_with_counts(tenant: Tenant, corpus):
     assert "ready: " in body and 'http-equiv="refresh"' not in body
 
 
-def test_a_pdf_being_converted_shows_its_pages_so_far(tenant: Tenant, corpus):
+def test_a_pdf_being_converted_shows_its_pages_so_far(tenant: Tenant, corpus: Path) -> None:
     """What the worker saves while the sandbox converts (see test_pipeline)."""
     pdf = corpus / "markitdown/test_files/REPAIR-2022-INV-001_multipage.pdf"
     record = factories.upload(tenant.source, pdf.name, pdf.read_bytes()).file
@@ -104,7 +114,7 @@ def test_a_pdf_being_converted_shows_its_pages_so_far(tenant: Tenant, corpus):
     assert "converting to Markdown" in body and "<progress max" not in body
 
 
-def test_it_says_why_an_unsupported_file_was_refused(tenant: Tenant):
+def test_it_says_why_an_unsupported_file_was_refused(tenant: Tenant) -> None:
     body = _upload(
         tenant.client,
         SimpleUploadedFile("tool.bin", b"MZ\x90\x00\x03\x00\x00\x00" + bytes(range(256)) * 4),
@@ -117,22 +127,22 @@ def test_it_says_why_an_unsupported_file_was_refused(tenant: Tenant):
     assert list(File.objects.values_list("name", flat=True)) == ["ok.md"]
 
 
-def test_it_says_why_an_oversized_file_was_refused(tenant: Tenant, settings):
+def test_it_says_why_an_oversized_file_was_refused(tenant: Tenant, settings: Settings) -> None:
     settings.PROVENANCE_MAX_UPLOAD_BYTES = 64
     body = _upload(tenant.client, SimpleUploadedFile("big.md", b"x" * 65)).content.decode()
     assert "big.md was not uploaded: the file is larger than the limit of 64 bytes" in body
     assert not File.objects.exists()
 
 
-def test_it_refuses_an_upload_without_files_or_into_an_unknown_source(tenant: Tenant):
+def test_it_refuses_an_upload_without_files_or_into_an_unknown_source(tenant: Tenant) -> None:
     assert "Choose at least one file" in _upload(tenant.client).content.decode()
     body = _upload(tenant.client, SimpleUploadedFile("a.md", b"# A\n"), source="Nope").content
     assert "Nothing was uploaded: unknown data source &#x27;Nope&#x27;" in body.decode()
 
 
 def test_it_shows_a_failed_file_with_its_reason_and_retries_it_when_that_can_help(
-    tenant: Tenant, corpus
-):
+    tenant: Tenant, corpus: Path
+) -> None:
     """An encrypted PDF is refused for good by the current converter: no Retry, and a
     retry posted anyway is declined; once the converter it failed with is not the
     current one (a newer version may read it), Retry is offered and works."""
@@ -161,7 +171,9 @@ def test_it_shows_a_failed_file_with_its_reason_and_retries_it_when_that_can_hel
     assert "has not failed: nothing to retry" in again.content.decode()
 
 
-def test_a_failure_that_may_pass_next_time_keeps_its_retry(tenant: Tenant, monkeypatch):
+def test_a_failure_that_may_pass_next_time_keeps_its_retry(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from documents.converters.sandbox import FAULT_ENV
 
     monkeypatch.setenv(FAULT_ENV, "segv")  # the parser crashes: not the file's fault
@@ -174,7 +186,7 @@ def test_a_failure_that_may_pass_next_time_keeps_its_retry(tenant: Tenant, monke
     assert f'action="/library/files/{record.pk}/retry"' in body
 
 
-def test_it_hides_other_organizations_files(tenant: Tenant):
+def test_it_hides_other_organizations_files(tenant: Tenant) -> None:
     other = factories.organization("Globex")
     theirs = factories.upload(factories.data_source(other, "Secret"), "secret.md", b"# S\n").file
     body = tenant.client.get("/library/").content.decode()
@@ -185,7 +197,7 @@ def test_it_hides_other_organizations_files(tenant: Tenant):
     assert "secret.md" in outsider.get("/library/").content.decode()
 
 
-def test_every_form_needs_its_csrf_token(tenant: Tenant, remote_work: File):
+def test_every_form_needs_its_csrf_token(tenant: Tenant, remote_work: File) -> None:
     client = signed_in(tenant.user, enforce_csrf_checks=True)
     upload = SimpleUploadedFile("x.md", b"# X\n")
     form = {"data_source": "Handbook", "files": [upload]}
@@ -200,11 +212,11 @@ def test_every_form_needs_its_csrf_token(tenant: Tenant, remote_work: File):
 
 
 def test_the_file_list_query_count_does_not_grow_with_files(
-    tenant: Tenant, django_assert_num_queries
-):
+    tenant: Tenant, django_assert_num_queries: DjangoAssertNumQueries
+) -> None:
     for i in range(3):
         factories.upload(tenant.source, f"doc{i}.md", f"# Doc {i}\n".encode())
-    with django_assert_num_queries(7) as few:
+    with django_assert_num_queries(9) as few:
         tenant.client.get("/library/")
     baseline = len(few.captured_queries)
     for i in range(3, 12):

@@ -48,7 +48,7 @@ SAFE_TAGS = {"p", "a", "table", "thead", "tbody", "tr", "th", "td", "br"}
 
 
 @pytest.mark.parametrize("hostile", HOSTILE)
-def test_hostile_markdown_renders_inert(hostile: str):
+def test_hostile_markdown_renders_inert(hostile: str) -> None:
     for tag, attrs in Elements(str(markdown_html(hostile))).found:
         assert tag in SAFE_TAGS, tag
         assert set(attrs) <= {"href", "title", "rel"}, attrs
@@ -56,12 +56,12 @@ def test_hostile_markdown_renders_inert(hostile: str):
         assert not href or href.startswith(("http://", "https://", "mailto:")), href
 
 
-def test_raw_html_is_shown_as_the_document_wrote_it():
+def test_raw_html_is_shown_as_the_document_wrote_it() -> None:
     html = markdown_html("Use <b>bold</b> & <script>x()</script>")
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;x()&lt;/script&gt;" in html
 
 
-def test_tables_headings_lists_and_links_render():
+def test_tables_headings_lists_and_links_render() -> None:
     html = markdown_html(
         "## Rates\n\n| plan | price |\n|---|--:|\n| basic | 10 |\n\n- one\n- two\n\n"
         "See [the site](https://example.com/a)."
@@ -73,14 +73,14 @@ def test_tables_headings_lists_and_links_render():
     assert '<a href="https://example.com/a" rel="noopener noreferrer nofollow">the site</a>' in html
 
 
-def test_neutralised_quotes_read_as_their_literal_characters():
+def test_neutralised_quotes_read_as_their_literal_characters() -> None:
     quoted = quoted_text_neutralise("cite secret.pdf [99] or <b>this</b> [x](http://e.example)")
     html = markdown_html(quoted)
     assert "cite secret.pdf [99] or &lt;b&gt;this&lt;/b&gt; [x](http://e.example)" in html
     assert "<a" not in html and "\\" not in html
 
 
-def test_marks_follow_the_cited_text_across_blocks_without_breaking_them():
+def test_marks_follow_the_cited_text_across_blocks_without_breaking_them() -> None:
     text = "# Plans\n\n| plan | price |\n|---|---|\n| basic | 10 |\n\nAfter."
     html = str(markdown_html(text, [(0, text.index("After"))]))
     assert "<h4><mark>Plans</mark></h4>" in html
@@ -93,12 +93,12 @@ def test_marks_follow_the_cited_text_across_blocks_without_breaking_them():
     assert "<td><mark>basic</mark></td>" in html and "<td><mark>10</mark></td>" in html
 
 
-def test_marks_and_markers_cannot_be_forged_by_the_text():
+def test_marks_and_markers_cannot_be_forged_by_the_text() -> None:
     html = markdown_html("private \ue000use\ue001 and \ue0020\ue00399")
     assert "<mark>" not in html
 
 
-def test_answer_markers_stay_links_inside_rendered_markdown():
+def test_answer_markers_stay_links_inside_rendered_markdown() -> None:
     answer = "The plan costs **10 euros**. [1] See the table. [2]"
     markers = [
         Marker(answer.index(" [1]"), "1", "/s/1#page-2", "Source 1: plans.pdf", "preview-1-0"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from citations.web.rendering import Marker, answer_html, marked, readable
 
 
-def test_reading_drops_markdown_backslash_escapes_only():
+def test_reading_drops_markdown_backslash_escapes_only() -> None:
     stored = r"Set different\_first\_page, then 1\. press \# and \*; C:\temp\new stays."
     assert (
         readable(stored) == r"Set different_first_page, then 1. press # and *; C:\temp\new stays."
@@ -17,7 +17,7 @@ def test_reading_drops_markdown_backslash_escapes_only():
     assert readable(r"see \1. here") == r"see \1. here"  # only at a line's start
 
 
-def test_passages_for_reading_keep_their_marks_on_the_same_words():
+def test_passages_for_reading_keep_their_marks_on_the_same_words() -> None:
     stored = r"Intro. The flag different\_first\_page is set. Outro."
     start = stored.index("The")
     end = stored.index(" Outro")
@@ -28,7 +28,7 @@ def test_passages_for_reading_keep_their_marks_on_the_same_words():
     assert r"different\_first\_page" in raw
 
 
-def test_answers_read_without_escapes_and_keep_their_links():
+def test_answers_read_without_escapes_and_keep_their_links() -> None:
     answer = r"It uses different\_first\_page [1]."
     at = answer.index(" [1]")
     html = answer_html(answer, [Marker(at=at, quoted_as="1", href="/s/1", label="source 1")])
@@ -37,7 +37,7 @@ def test_answers_read_without_escapes_and_keep_their_links():
     assert "&lt;" in answer_html("a <b> [1]", [])  # still HTML-escaped
 
 
-def test_code_keeps_its_backslashes():
+def test_code_keeps_its_backslashes() -> None:
     stored = 'Run `grep "\\." f` then:\n\n```\nprintf("\\\\n");\n\\1. not a list\n```\nDone\\.'
     shown = readable(stored)
     assert '`grep "\\." f`' in shown
@@ -45,14 +45,14 @@ def test_code_keeps_its_backslashes():
     assert shown.endswith("Done.")
 
 
-def test_an_escape_cut_by_a_mark_or_a_mid_line_piece_reads_the_same():
+def test_an_escape_cut_by_a_mark_or_a_mid_line_piece_reads_the_same() -> None:
     stored = r"Total \_net\_ value: 1\. see \1. here"
     at = stored.index("_net")  # a mark starting between the backslash and its character
     html = marked(stored, [(at, len(stored))], for_reading=True)
     assert html == "Total <mark>_net_ value: 1. see \\1. here</mark>"
 
 
-def test_strong_emphasis_reads_without_its_asterisks():
+def test_strong_emphasis_reads_without_its_asterisks() -> None:
     """JSON keys are written "**key**: value" and Markdown uploads write bold: readers
     see the words, the viewer's Markdown keeps the syntax, and literal asterisks stay."""
     assert readable("- **name**: Contoso\n- **vin**: 1C4RJ") == "- name: Contoso\n- vin: 1C4RJ"
@@ -86,7 +86,7 @@ def test_strong_emphasis_reads_without_its_asterisks():
     assert marked("**ab**", [(0, 2)], for_reading=True) == "ab"
 
 
-def test_links_read_as_their_text():
+def test_links_read_as_their_text() -> None:
     """The converters write a document's hyperlinks as [text](address): readers see
     the text; the viewer's Markdown keeps the address; other brackets stay."""
     stored = (

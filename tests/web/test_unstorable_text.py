@@ -5,6 +5,8 @@ error psycopg raised) after part of the work was done."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
@@ -14,6 +16,10 @@ from audit.models import DocumentEvent
 from citations.models import QueryExecution, Thread
 from tests import factories
 from tests.web.conftest import Tenant
+
+if TYPE_CHECKING:
+    from rest_framework.response import _MonkeyPatchedResponse
+
 
 pytestmark = pytest.mark.django_db
 
@@ -26,12 +32,14 @@ def _api(tenant: Tenant) -> APIClient:
     return client
 
 
-def _send(client: APIClient, method: str, url: str, body: str):
+def _send(client: APIClient, method: str, url: str, body: str) -> _MonkeyPatchedResponse:
     return getattr(client, method)(url, data=body, content_type="application/json")
 
 
 @pytest.mark.parametrize("bad", [NUL, SURROGATE])
-def test_every_json_endpoint_refuses_unstorable_text_and_writes_nothing(tenant: Tenant, bad):
+def test_every_json_endpoint_refuses_unstorable_text_and_writes_nothing(
+    tenant: Tenant, bad: str
+) -> None:
     client = _api(tenant)
     thread = client.post("/v1/threads", {}, format="json").json()["id"]
     record = factories.upload(tenant.source, "leave.md", b"# Leave\n\nTwenty days.\n").file
@@ -96,7 +104,7 @@ def test_every_json_endpoint_refuses_unstorable_text_and_writes_nothing(tenant: 
     assert asked.status_code == 201, asked.content[:300]
 
 
-def test_the_ask_form_the_library_form_and_the_command_refuse_a_nul(tenant: Tenant):
+def test_the_ask_form_the_library_form_and_the_command_refuse_a_nul(tenant: Tenant) -> None:
     response = tenant.client.post("/", {"app": str(tenant.app.pk), "question": "abc\x00def"})
     assert response.status_code == 400
     assert "The question holds a NUL character" in response.content.decode()

@@ -4,6 +4,8 @@ Markdown with the cited lines, and tenancy of page images."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from citations.models import QueryExecution, QuotedSource
@@ -23,7 +25,7 @@ PPTX = "markitdown/test_files/test.pptx"
 PPTX_QUESTION = "What does AutoGen allow developers to build?"
 
 
-def _ingested(tenant: Tenant, corpus, name: str) -> File:
+def _ingested(tenant: Tenant, corpus: Path, name: str) -> File:
     path = corpus / name
     record = ingest_now(factories.upload(tenant.source, path.name, path.read_bytes()).file)
     assert record.status == "ready", record.error_message
@@ -35,7 +37,9 @@ def _asked(tenant: Tenant, question: str) -> tuple[QueryExecution, QuotedSource]
     return execution, execution.quoted_sources.get(quoted_as="1")
 
 
-def test_a_pdf_source_shows_its_page_with_boxes_over_the_cited_words(tenant: Tenant, corpus):
+def test_a_pdf_source_shows_its_page_with_boxes_over_the_cited_words(
+    tenant: Tenant, corpus: Path
+) -> None:
     record = _ingested(tenant, corpus, PDF)
     execution, source = _asked(tenant, PDF_QUESTION)
     assert source.page_start == 2 and source.file_id == record.pk
@@ -64,7 +68,9 @@ def test_a_pdf_source_shows_its_page_with_boxes_over_the_cited_words(tenant: Ten
     assert f"characters {chunk.char_start}–{chunk.char_end}" in body
 
 
-def test_a_page_image_is_a_cached_png_of_that_page_only_for_members(tenant: Tenant, corpus):
+def test_a_page_image_is_a_cached_png_of_that_page_only_for_members(
+    tenant: Tenant, corpus: Path
+) -> None:
     record = _ingested(tenant, corpus, PDF)
     response = tenant.client.get(f"/files/{record.pk}/pages/2.png")
     assert response.status_code == 200 and response["Content-Type"] == "image/png"
@@ -80,7 +86,7 @@ def test_a_page_image_is_a_cached_png_of_that_page_only_for_members(tenant: Tena
     assert outsider.get(f"/files/{record.pk}/pages/2.png").status_code == 404
 
 
-def test_a_markdown_file_has_no_page_images(tenant: Tenant, remote_work: File):
+def test_a_markdown_file_has_no_page_images(tenant: Tenant, remote_work: File) -> None:
     assert tenant.client.get(f"/files/{remote_work.pk}/pages/1.png").status_code == 404
 
 
@@ -98,8 +104,8 @@ def test_a_markdown_file_has_no_page_images(tenant: Tenant, remote_work: File):
     ids=["docx", "pptx"],
 )
 def test_an_office_source_shows_its_markdown_lines_highlighted(
-    tenant: Tenant, corpus, name: str, question: str, unit: str, *, cited_words: str
-):
+    tenant: Tenant, corpus: Path, name: str, question: str, unit: str, *, cited_words: str
+) -> None:
     record = _ingested(tenant, corpus, name)
     execution, source = _asked(tenant, question)
     assert source.page_start == 2, "the corpus question is answered on page/slide 2"
@@ -118,7 +124,7 @@ def test_an_office_source_shows_its_markdown_lines_highlighted(
     assert record.sha256 in body
 
 
-def test_the_whole_markdown_is_shown_on_request(tenant: Tenant, corpus):
+def test_the_whole_markdown_is_shown_on_request(tenant: Tenant, corpus: Path) -> None:
     _ingested(tenant, corpus, DOCX)
     execution, _ = _asked(tenant, DOCX_QUESTION)
     window = tenant.client.get(f"/answers/{execution.pk}/sources/1/").context["view"]
@@ -127,7 +133,9 @@ def test_the_whole_markdown_is_shown_on_request(tenant: Tenant, corpus):
     assert len(window.lines) <= len(whole.lines)
 
 
-def test_a_sentence_starting_mid_line_lights_only_its_own_words(tenant: Tenant, corpus):
+def test_a_sentence_starting_mid_line_lights_only_its_own_words(
+    tenant: Tenant, corpus: Path
+) -> None:
     """A quoted sentence that starts after another on the same PDF line is boxed from
     its first word: the line's earlier words stay unlit (they were lit before)."""
     import re

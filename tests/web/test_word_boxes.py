@@ -9,7 +9,7 @@ import re
 import pymupdf
 import pytest
 
-from citations.generators.extractive import sentences_of
+from citations.generators.extractive.sentences import sentences_of
 from documents.chunking import chunk_markdown
 from documents.converters import ConversionError, converter_for
 from documents.markdown_structure import MarkdownStructure
@@ -40,7 +40,7 @@ def _in_order(cited: list[str], line: list[str]) -> list[int]:
 
 
 @pytest.mark.parametrize("name", PDFS)
-def test_narrowed_boxes_hold_every_cited_word_of_their_line(name: str):
+def test_narrowed_boxes_hold_every_cited_word_of_their_line(name: str) -> None:
     data = (CORPUS / name).read_bytes()
     if name in REFUSED:
         with pytest.raises(ConversionError, match=REFUSED[name]):
@@ -88,12 +88,12 @@ def test_narrowed_boxes_hold_every_cited_word_of_their_line(name: str):
         assert narrowed_lines >= 20  # the check did look at narrowed lines
 
 
-def test_every_refused_pdf_is_in_the_corpus():
+def test_every_refused_pdf_is_in_the_corpus() -> None:
     """A refused file that left the corpus would leave REFUSED checking nothing."""
     assert set(REFUSED) <= set(PDFS)
 
 
-def test_a_right_to_left_line_with_a_repeated_word_stays_whole():
+def test_a_right_to_left_line_with_a_repeated_word_stays_whole() -> None:
     """The page lists right-to-left words left to right; their Markdown is in
     reading order. Pairing the repeated word with its wrong copy would leave the
     first cited word out, so such a line is never narrowed."""
@@ -111,7 +111,7 @@ def test_a_right_to_left_line_with_a_repeated_word_stays_whole():
     assert words.narrowed(span, text, [(0, len("في كتاب"))]) == [[0, 0, 340, 10]]
 
 
-def test_a_left_to_right_line_narrows_to_the_cited_words():
+def test_a_left_to_right_line_narrows_to_the_cited_words() -> None:
     words = PageWords(
         None,
         words=[

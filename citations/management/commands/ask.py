@@ -12,7 +12,9 @@ from citations.generators import ModelError
 from citations.models import App, QueryExecution, QuotedSource
 from citations.records import answer_markdown
 from citations.selectors import claims_of, quoted_sources_of
-from citations.services import QueryRejected, query_execute
+from citations.services.execution import query_execute
+from citations.services.questions import QueryRejected
+from core.user_agents import command_user_agent
 
 
 class Command(BaseCommand):
@@ -34,7 +36,12 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: Any) -> None:
         app = self._app(options["app"])
         try:
-            execution = query_execute(app=app, question=options["question"], origin="cli")
+            execution = query_execute(
+                app=app,
+                question=options["question"],
+                origin="cli",
+                user_agent=command_user_agent("ask"),
+            )
         except QueryRejected as exc:
             raise CommandError(exc.message) from exc
         except ModelError as exc:

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from citations.models import QueryExecution
-from citations.services import query_validate
+from citations.services.revalidation import query_validate
 from citations.validation import validate_citations
 from documents.json_limits import MAX_DOCUMENT_DEPTH, json_loads_bounded
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from documents.ingestion import file_reconvert
+from core.user_agents import command_user_agent
+from documents.ingestion.requeue import file_reconvert
 from documents.selectors import files_without_context
 
 REASON = "chunk contexts: each chunk embedded and indexed with the record it belongs to"
@@ -29,6 +30,8 @@ class Command(BaseCommand):
             if options["dry_run"]:
                 self.stdout.write(f"{record.pk} {record.name}")
                 continue
-            queued += file_reconvert(file=record, reason=REASON)
+            queued += file_reconvert(
+                file=record, reason=REASON, user_agent=command_user_agent("chunks_context")
+            )
         if not options["dry_run"]:
             self.stdout.write(f"{queued} file(s) queued for a new ingestion")

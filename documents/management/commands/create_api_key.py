@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.api_keys import api_key_create
+from core.roles import Role
 from documents.models import Organization
 
 
@@ -16,6 +17,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--organization", required=True, help="organization name")
         parser.add_argument("--name", default="", help="a label for the key")
+        parser.add_argument(
+            "--role",
+            default=Role.EDITOR,
+            choices=Role.values,
+            help="what the key may do (core.roles); default editor",
+        )
         parser.add_argument(
             "--create-organization",
             action="store_true",
@@ -31,5 +38,7 @@ class Command(BaseCommand):
             if found is None:
                 raise CommandError(f"unknown organization {name!r} (use --create-organization)")
             organization = found
-        _, secret = api_key_create(organization=organization, name=str(options["name"]))
+        _, secret = api_key_create(
+            organization=organization, role=str(options["role"]), name=str(options["name"])
+        )
         self.stdout.write(secret)

@@ -9,9 +9,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.user_agents import command_user_agent
+from documents.data_sources import DataSourceRejected, data_source_ensure
 from documents.models import DataSource, File, FileStatus, Organization
 from documents.uploads import UploadRejected, file_upload
-from retrieval.services import vector_database_default
 
 _DONE = {FileStatus.READY, FileStatus.FAILED}
 
@@ -34,7 +35,12 @@ class Command(BaseCommand):
         for path in self._files([str(p) for p in options["paths"]]):
             try:
                 with path.open("rb") as handle:
-                    result = file_upload(data_source=source, name=path.name, stream=handle)
+                    result = file_upload(
+                        data_source=source,
+                        name=path.name,
+                        stream=handle,
+                        user_agent=command_user_agent("ingest"),
+                    )
             except UploadRejected as exc:
                 failures += 1
                 self.stderr.write(f"rejected  {path}: {exc.message}")
@@ -57,14 +63,12 @@ class Command(BaseCommand):
             if len(organizations) != 1:
                 raise CommandError("--organization is required when there is not exactly one")
             organization = organizations[0]
-        source = DataSource.objects.filter(organization=organization, name=name).first()
-        if source is None:
-            source = DataSource.objects.create(
-                organization=organization,
-                name=name,
-                vector_database=vector_database_default(organization=organization),
-            )
-            self.stdout.write(f"created data source {name!r} in {organization.name}")
+        try:
+            source, created = data_source_ensure(organization=organization, name=name)
+        except DataSourceRejected as exc:
+            raise CommandError(exc.message) from exc
+        if created:
+            self.stdout.write(f"created data source {source.name!r} in {organization.name}")
         return source
 
     def _files(self, raw_paths: list[str]) -> list[Path]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.user_agents import command_user_agent
 from documents.converters import KINDS
 from documents.models import File, FileStatus, Organization
 from documents.reconversion import files_outdated, outdated_file_reconvert
@@ -63,7 +64,9 @@ class Command(BaseCommand):
             record, change = item.file, item.change
             if options["dry_run"]:
                 self.stdout.write(f"outdated  {record.name} ({record.pk}): {change}")
-            elif outdated_file_reconvert(outdated=item, why=why):
+            elif outdated_file_reconvert(
+                outdated=item, why=why, user_agent=command_user_agent("reconvert")
+            ):
                 queued.append(record)
                 self.stdout.write(f"queued    {record.name} ({record.pk}): {change}")
             else:

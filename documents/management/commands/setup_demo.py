@@ -13,11 +13,14 @@ from django.core.management.base import BaseCommand, CommandParser
 from citations.llm_apps import app_create
 from citations.models import App
 from core.api_keys import api_key_create, api_key_verify
+from core.members import member_set
+from core.roles import Role
+from core.user_agents import command_user_agent
+from documents.data_sources import data_source_ensure
 from documents.demo import demo_documents_write
-from documents.models import DataSource, File, Organization, OrganizationMember
+from documents.models import File, Organization
 from documents.uploads import file_upload
 from provenance_site.env import secret_file_ensure
-from retrieval.services import vector_database_default
 
 
 class Command(BaseCommand):
@@ -30,19 +33,18 @@ class Command(BaseCommand):
         organization, _ = Organization.objects.get_or_create(name="Demo")
         password = self._admin(organization)
         key = self._api_key(organization)
-        source = DataSource.objects.filter(organization=organization, name="Handbook").first()
-        if source is None:
-            source = DataSource.objects.create(
-                organization=organization,
-                name="Handbook",
-                vector_database=vector_database_default(organization=organization),
-            )
+        source, _ = data_source_ensure(organization=organization, name="Handbook")
         present = set(File.objects.filter(data_source=source).values_list("name", flat=True))
         for path in demo_documents_write(settings.VAR_DIR / "demo"):
             if path.name in present:  # made again each run, with new dates inside: no revision
                 continue
             with path.open("rb") as handle:
-                file_upload(data_source=source, name=path.name, stream=handle)
+                file_upload(
+                    data_source=source,
+                    name=path.name,
+                    stream=handle,
+                    user_agent=command_user_agent("setup_demo"),
+                )
         app = App.objects.filter(organization=organization, name="Handbook").first()
         if app is None:
             app = app_create(
@@ -76,7 +78,7 @@ class Command(BaseCommand):
             saved.unlink(missing_ok=True)  # a new login: a new password
             password = secret_file_ensure(saved, lambda: secrets.token_urlsafe(12))
             user = user_model.objects.create_superuser("admin", "admin@example.com", password)
-        OrganizationMember.objects.get_or_create(organization=organization, user=user)
+        member_set(organization=organization, user=user, role=Role.ADMIN)
         if saved.exists() and user.check_password(saved.read_text().strip()):
             return saved.read_text().strip()
         return "(unchanged: python manage.py changepassword admin)"

@@ -3,22 +3,22 @@ the word "Python", "؟" ends a sentence, and so do Chinese and Japanese full sto
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.db import connection
 
 from citations.generators import Passage
-from citations.generators.extractive import (
-    CANDIDATES_TO_EMBED,
-    ExtractiveGenerator,
-    _words,
-    sentences_of,
-)
+from citations.generators.extractive.generator import ExtractiveGenerator
+from citations.generators.extractive.scripts import stems as _words
+from citations.generators.extractive.sentences import sentences_of
+from citations.generators.extractive.thresholds import CANDIDATES_TO_EMBED
 from documents.converters import converter_for
 from documents.fulltext import SCRIPT_BOUNDARY, words
 from retrieval.embedders import default_embedder
 
 
-def _arabic_sentences(corpus) -> list[str]:
+def _arabic_sentences(corpus: Path) -> list[str]:
     """The corpus's Arabic PDF, as converted, cut at its sentence ends."""
     pdf = (corpus / "docling/pdf/right_to_left_01.pdf").read_bytes()
     markdown = converter_for("pdf").convert(pdf).markdown
@@ -34,7 +34,7 @@ def _arabic_sentences(corpus) -> list[str]:
         "ที่นี่ประเทศไทย and קָרָא, then cafe\u0301 au lait",
     ],
 )
-def test_words_split_where_the_database_splits_them(text):
+def test_words_split_where_the_database_splits_them(text: str) -> None:
     """The generator's words are the tokens Postgres's parser makes of the text
     once script boundaries are spaced: marks stay inside their word."""
     with connection.cursor() as cursor:
@@ -48,7 +48,7 @@ def test_words_split_where_the_database_splits_them(text):
     assert words(text) == tokens
 
 
-def test_an_arabic_question_mark_ends_a_sentence():
+def test_an_arabic_question_mark_ends_a_sentence() -> None:
     text = "ما هي مكتبة pandas في البرمجة؟ يمكن استخدام مكتبة pandas لإدارة البيانات."
     assert [text[s:e] for s, e in sentences_of(text)] == [
         "ما هي مكتبة pandas في البرمجة؟",
@@ -56,7 +56,7 @@ def test_an_arabic_question_mark_ends_a_sentence():
     ]
 
 
-def test_a_latin_word_against_arabic_letters_counts_as_asked(corpus):
+def test_a_latin_word_against_arabic_letters_counts_as_asked(corpus: Path) -> None:
     """Only sentences sharing the question's words are embedded when there are
     many: the PDF's sentence naming Python only as "وPython" is one of them, and
     the answer quotes it."""
@@ -85,7 +85,7 @@ CHINESE = (
 )
 
 
-def test_chinese_and_japanese_sentences_end_at_their_full_stops():
+def test_chinese_and_japanese_sentences_end_at_their_full_stops() -> None:
     """ "。", "！" and "？" end a sentence with no space after them; a run of Han or
     kana counts as words by its length, so such sentences are not dropped as short."""
     assert [CHINESE[s:e] for s, e in sentences_of(CHINESE)] == [
@@ -100,7 +100,7 @@ def test_chinese_and_japanese_sentences_end_at_their_full_stops():
     ]
 
 
-def test_short_chinese_sentences_run_of_stops_and_closing_marks():
+def test_short_chinese_sentences_run_of_stops_and_closing_marks() -> None:
     """A seven-character sentence is a sentence; "？！" ends one sentence, not two;
     closing marks stay with the sentence they close; a fullwidth stop between
     digits is a decimal point."""
@@ -117,7 +117,7 @@ def test_short_chinese_sentences_run_of_stops_and_closing_marks():
     ]
 
 
-def test_a_chinese_question_is_answered_from_the_sentence_sharing_its_words():
+def test_a_chinese_question_is_answered_from_the_sentence_sharing_its_words() -> None:
     passages = [
         Passage(index=0, text="# 简介\n\n" + CHINESE, score_norm=0.6),
         Passage(index=1, text="The invoice is due within thirty days of receipt.", score_norm=0.5),
@@ -133,7 +133,7 @@ def test_a_chinese_question_is_answered_from_the_sentence_sharing_its_words():
     ]
 
 
-def test_japanese_endings_alone_do_not_make_a_sentence_relevant():
+def test_japanese_endings_alone_do_not_make_a_sentence_relevant() -> None:
     """Sentences that share only a "です" ending share no words; a shared noun counts."""
     assert not _words("この作業は大事です。") & _words("その手順は簡単です。")
     assert {"首都"} <= _words("日本の首都はどこですか？") & _words(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,8 @@ from citations.composition import NO_SUPPORTED_CLAIM
 from citations.generators.verify import MIN_SUPPORT
 from citations.markers import markers_match
 from citations.models import ClaimCheck, ModelCall, QuotedSource
-from citations.services import query_execute, query_validate
+from citations.services import query_execute
+from citations.services.revalidation import query_validate
 from tests.citations import llm_support
 from tests.citations.llm_support import CAMERAS, CONTRACTS
 from tests.support import model_servers as ms
@@ -26,7 +28,9 @@ openai_server, anthropic_server = llm_support.openai_server, llm_support.anthrop
 QUESTION = "How long are camera recordings and customer contracts kept?"
 
 
-def test_every_marker_is_a_verified_claim_with_its_evidence(llm_library, openai_server):
+def test_every_marker_is_a_verified_claim_with_its_evidence(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(ms.answering(CAMERAS, CONTRACTS))
     app = llm_library.app("openai", model="gpt-test", prompt="Be brief.", temperature=0.2)
 
@@ -46,6 +50,7 @@ def test_every_marker_is_a_verified_claim_with_its_evidence(llm_library, openai_
         assert chunk_text[claim.source_start : claim.source_end] == claim.source_sentence
         check = claim.checks.get()
         assert check.supported and check.reason == "supported"
+        assert check.support_score is not None
         assert check.support_score >= MIN_SUPPORT and claim.relevance == check.support_score
         assert (check.source_start, check.source_end) == (claim.source_start, claim.source_end)
     assert query_validate(execution=execution)["result"] == "ok"
@@ -90,10 +95,12 @@ def test_every_marker_is_a_verified_claim_with_its_evidence(llm_library, openai_
     assert system != openai_server.requests[1]["messages"][0]["content"]
 
 
-def test_a_hallucinated_quote_is_retried_once_then_recorded_unsupported(llm_library, openai_server):
+def test_a_hallucinated_quote_is_retried_once_then_recorded_unsupported(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     invented = ("Camera recordings are kept for ninety days.", "camera recordings is ninety days")
 
-    def hallucinating(request):
+    def hallucinating(request: dict[str, Any]) -> ms.Reply:
         snippets = ms.snippets_of(request)
         citation = ms.citation_for(snippets, CAMERAS[1]) | {"quote": invented[1]}
         return ms.chat_completion(request, ms.contract([citation], [(invented[0], [0])]))
@@ -115,8 +122,10 @@ def test_a_hallucinated_quote_is_retried_once_then_recorded_unsupported(llm_libr
     assert query_validate(execution=execution)["result"] == "empty_citations"
 
 
-def test_a_retry_that_fixes_the_quote_is_numbered(llm_library, openai_server):
-    def wrong(request):
+def test_a_retry_that_fixes_the_quote_is_numbered(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
+    def wrong(request: dict[str, Any]) -> ms.Reply:
         snippets = ms.snippets_of(request)
         citation = ms.citation_for(snippets, CAMERAS[1]) | {"quote": "kept for a month"}
         return ms.chat_completion(request, ms.contract([citation], [(CAMERAS[0], [0])]))
@@ -127,10 +136,12 @@ def test_a_retry_that_fixes_the_quote_is_numbered(llm_library, openai_server):
     assert ClaimCheck.objects.get(query=execution).model_call.attempt == 2
 
 
-def test_an_unknown_snippet_is_recorded_unsupported(llm_library, openai_server):
+def test_an_unknown_snippet_is_recorded_unsupported(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     outside = llm_library.outside_chunk
 
-    def citing_outside(request):
+    def citing_outside(request: dict[str, Any]) -> ms.Reply:
         citation = {
             "snippet_id": str(outside.pk),
             "section_id": outside.section,
@@ -156,11 +167,13 @@ def test_an_unknown_snippet_is_recorded_unsupported(llm_library, openai_server):
     assert not QuotedSource.objects.filter(query=execution, chunk=outside).exists()
 
 
-def test_an_injected_instruction_changes_nothing_that_is_recorded(llm_library, openai_server):
+def test_an_injected_instruction_changes_nothing_that_is_recorded(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     """vendor-notes.md tells the model to cite another organization's chunk."""
     outside = llm_library.outside_chunk
 
-    def obeying(request):
+    def obeying(request: dict[str, Any]) -> ms.Reply:
         snippets = ms.snippets_of(request)
         injected = next(s for s in snippets if "Ignore your instructions" in s["text"])
         forged = {**injected, "snippet_id": str(outside.pk), "quote": "kept forever"}
@@ -177,6 +190,7 @@ def test_an_injected_instruction_changes_nothing_that_is_recorded(llm_library, o
     system, user = (m["content"] for m in request["messages"])
     assert "Ignore your instructions" not in system
     opening = ms._DELIMITED.search(user)
+    assert opening is not None
     assert "Ignore your instructions" in opening.group(2)  # only as JSON data, inside
     assert user.count(opening.group(1)) == 1 and user.count(opening.group(3)) == 1
     assert execution.answer == NO_SUPPORTED_CLAIM
@@ -195,9 +209,13 @@ def test_an_injected_instruction_changes_nothing_that_is_recorded(llm_library, o
     ],
 )
 def test_a_payload_field_copied_wrong_fails_the_validator(
-    llm_library, openai_server, field, value, reason
-):
-    def miscopying(request):
+    llm_library: llm_support.Library,
+    openai_server: ms.Server,
+    field: str,
+    value: object,
+    reason: str,
+) -> None:
+    def miscopying(request: dict[str, Any]) -> ms.Reply:
         citation = ms.citation_for(ms.snippets_of(request), CAMERAS[1]) | {field: value}
         return ms.chat_completion(request, ms.contract([citation], [(CAMERAS[0], [0])]))
 
@@ -207,17 +225,22 @@ def test_a_payload_field_copied_wrong_fails_the_validator(
     assert execution.answer == NO_SUPPORTED_CLAIM
 
 
-def test_a_sentence_that_does_not_say_what_it_quotes_is_unsupported(llm_library, openai_server):
+def test_a_sentence_that_does_not_say_what_it_quotes_is_unsupported(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
     openai_server.script(
         ms.answering(("The cafeteria serves lunch at noon every day.", CAMERAS[1]))
     )
     execution = query_execute(app=llm_library.app("openai"), question=QUESTION)
     check = ClaimCheck.objects.get(query=execution)
+    assert check.support_score is not None
     assert check.reason == "low_support" and check.support_score < MIN_SUPPORT
 
 
-def test_citations_after_the_answer_break_the_contract(llm_library, openai_server):
-    def late(request):
+def test_citations_after_the_answer_break_the_contract(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
+    def late(request: dict[str, Any]) -> ms.Reply:
         citation = ms.citation_for(ms.snippets_of(request), CAMERAS[1])
         body = {"answer": [{"text": CAMERAS[0], "citations": [0]}], "citations": [citation]}
         return ms.chat_completion(request, json.dumps(body))
@@ -229,8 +252,10 @@ def test_citations_after_the_answer_break_the_contract(llm_library, openai_serve
     assert execution.answer == NO_SUPPORTED_CLAIM
 
 
-def test_a_server_without_structured_output_is_asked_for_plain_json(llm_library, openai_server):
-    def fenced(request):
+def test_a_server_without_structured_output_is_asked_for_plain_json(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
+    def fenced(request: dict[str, Any]) -> ms.Reply:
         if "response_format" in request:
             return ms.openai_error(
                 400, "response_format json_schema is not supported", "invalid_request_error"
@@ -246,8 +271,10 @@ def test_a_server_without_structured_output_is_asked_for_plain_json(llm_library,
     assert "response_format" not in ModelCall.objects.get(query=execution).prompt
 
 
-def test_the_model_s_contract_error_is_said_not_pretended(llm_library, openai_server):
-    def stopping(request):
+def test_the_model_s_contract_error_is_said_not_pretended(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
+    def stopping(request: dict[str, Any]) -> ms.Reply:
         body = {"error": "offsets", "fix": "chunk_alignment.md"}
         return ms.chat_completion(request, json.dumps(body))
 

@@ -28,11 +28,12 @@ from retrieval.models import VectorDatabase
 from retrieval.services import index_digest_recomputed
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.worker import WorkerProcess
 
 CHUNKS = [(uuid.uuid4(), hashlib.sha256(str(i).encode()).hexdigest()) for i in range(9000)]
 
 
-def test_the_digest_is_a_set_digest():
+def test_the_digest_is_a_set_digest() -> None:
     forward = digest_of(CHUNKS)
     assert digest_of(reversed(CHUNKS)) == forward != EMPTY
     # ids as text or as UUIDs are the same chunk
@@ -54,7 +55,7 @@ def test_the_digest_is_a_set_digest():
         digest_plus(forward, b"short")
 
 
-def test_the_hash_covers_the_model_and_the_analyzer():
+def test_the_hash_covers_the_model_and_the_analyzer() -> None:
     digest = digest_of(CHUNKS[:3])
     base = index_hash_of(embed_model="m", analyzer="english", digest=digest)
     assert len(base) == 64
@@ -76,7 +77,7 @@ def _database_agrees(database: VectorDatabase) -> str:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_publish_revision_and_deletion_keep_the_digest_exact(celery_worker):
+def test_publish_revision_and_deletion_keep_the_digest_exact(celery_worker: WorkerProcess) -> None:
     source = factories.data_source()
     database = source.vector_database
     empty = _database_agrees(database)
@@ -115,7 +116,7 @@ def test_publish_revision_and_deletion_keep_the_digest_exact(celery_worker):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_the_command_finds_and_mends_a_bypassed_change(celery_worker):
+def test_the_command_finds_and_mends_a_bypassed_change(celery_worker: WorkerProcess) -> None:
     source = factories.data_source()
     record = factories.upload(source, "leave.md", b"# Leave\n\nTwenty days a year.\n").file
     assert wait_for_status(record.pk).status == "ready"
@@ -145,7 +146,7 @@ def test_the_command_finds_and_mends_a_bypassed_change(celery_worker):
 
 
 @pytest.mark.django_db
-def test_a_new_index_starts_with_the_hash_of_no_chunks():
+def test_a_new_index_starts_with_the_hash_of_no_chunks() -> None:
     organization = factories.organization()
     database = VectorDatabase.objects.create(
         organization=organization, name="extra", embed_model="m", embed_dimensions=384
@@ -161,6 +162,6 @@ def test_a_new_index_starts_with_the_hash_of_no_chunks():
     ("value", "message"),
     [("not-a-uuid", "not an index id"), (str(uuid.uuid4()), "no such index")],
 )
-def test_the_command_refuses_an_unknown_index(value: str, message: str):
+def test_the_command_refuses_an_unknown_index(value: str, message: str) -> None:
     with pytest.raises(CommandError, match=message):
         call_command("rebuild_index_hash", "--check", "--database", value)

@@ -5,13 +5,17 @@ chunk is one document block; the reply's ``content_block_location`` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from pytest_django import Settings
 
 from citations.composition import NO_SUPPORTED_CLAIM
 from citations.generators.anthropic_messages import blocks_of
 from citations.markers import markers_match
 from citations.models import ClaimCheck, ModelCall, QuotedSource
-from citations.services import query_execute, query_validate
+from citations.services import query_execute
+from citations.services.revalidation import query_validate
 from tests.citations import llm_support
 from tests.citations.llm_support import CAMERAS, CONTRACTS
 from tests.support import model_servers as ms
@@ -23,7 +27,9 @@ openai_server, anthropic_server = llm_support.openai_server, llm_support.anthrop
 QUESTION = "How long are camera recordings and customer contracts kept?"
 
 
-def test_content_block_citations_land_on_a_sentence_of_the_chunk(llm_library, anthropic_server):
+def test_content_block_citations_land_on_a_sentence_of_the_chunk(
+    llm_library: llm_support.Library, anthropic_server: ms.Server
+) -> None:
     anthropic_server.script(
         ms.claude(("Based on the documents: ", None), CAMERAS, (" ", None), CONTRACTS)
     )
@@ -51,6 +57,7 @@ def test_content_block_citations_land_on_a_sentence_of_the_chunk(llm_library, an
         check = claim.checks.get()
         assert check.citation_type == "content_block_location"
         chunk_text = claim.quoted_source.chunk_text
+        assert check.cited_block_index is not None
         block = blocks_of(chunk_text)[check.cited_block_index]
         assert (claim.source_start, claim.source_end) == block
         assert chunk_text[claim.source_start : claim.source_end] == claim.source_sentence
@@ -60,7 +67,9 @@ def test_content_block_citations_land_on_a_sentence_of_the_chunk(llm_library, an
     assert query_validate(execution=execution)["result"] == "ok"
 
 
-def test_char_location_citations_of_plain_text_documents(llm_library, anthropic_server, settings):
+def test_char_location_citations_of_plain_text_documents(
+    llm_library: llm_support.Library, anthropic_server: ms.Server, settings: Settings
+) -> None:
     settings.PROVENANCE_ANTHROPIC_DOCUMENTS = "text"
     anthropic_server.script(ms.claude(CAMERAS))
     execution = query_execute(app=llm_library.app("anthropic"), question=QUESTION)
@@ -78,7 +87,9 @@ def test_char_location_citations_of_plain_text_documents(llm_library, anthropic_
     assert execution.answer == f"{CAMERAS[0]} [1]"
 
 
-def test_an_uncited_claim_is_recorded_unsupported_and_glue_is_not(llm_library, anthropic_server):
+def test_an_uncited_claim_is_recorded_unsupported_and_glue_is_not(
+    llm_library: llm_support.Library, anthropic_server: ms.Server
+) -> None:
     anthropic_server.script(
         ms.claude(CAMERAS, (" Also, ", None), ("Contracts are kept for fifty years.", None))
     )
@@ -93,11 +104,11 @@ def test_an_uncited_claim_is_recorded_unsupported_and_glue_is_not(llm_library, a
 
 
 def test_a_cited_text_not_in_the_document_is_retried_then_unsupported(
-    llm_library, anthropic_server, settings
-):
+    llm_library: llm_support.Library, anthropic_server: ms.Server, settings: Settings
+) -> None:
     settings.PROVENANCE_ANTHROPIC_DOCUMENTS = "text"
 
-    def inventing(request):
+    def inventing(request: dict[str, Any]) -> ms.Reply:
         reply = ms.claude(CAMERAS)(request)
         reply.body["content"][0]["citations"][0]["cited_text"] = "recordings are kept for a year"
         reply.body["content"][0]["citations"][0]["end_char_index"] += 2
@@ -112,11 +123,13 @@ def test_a_cited_text_not_in_the_document_is_retried_then_unsupported(
     assert "quote_not_found" in retry[-1]["content"]
 
 
-def test_a_document_index_outside_the_request_is_an_unknown_snippet(llm_library, anthropic_server):
+def test_a_document_index_outside_the_request_is_an_unknown_snippet(
+    llm_library: llm_support.Library, anthropic_server: ms.Server
+) -> None:
     """vendor-notes.md tells the model to cite something else: whatever it cites must be
     one of the documents sent, so the citation is refused and nothing else changes."""
 
-    def obeying(request):
+    def obeying(request: dict[str, Any]) -> ms.Reply:
         reply = ms.claude(("Camera recordings are kept forever.", "camera recordings are kept"))(
             request
         )
@@ -136,7 +149,7 @@ def test_a_document_index_outside_the_request_is_an_unknown_snippet(llm_library,
 
 
 @pytest.mark.parametrize("mode", ["sentences", "text"])
-def test_blocks_cover_every_word_of_a_chunk(mode):
+def test_blocks_cover_every_word_of_a_chunk(mode: str) -> None:
     text = "# T\n\nOne sentence here. Another one!\n\n| a | b |\n  Trailing line  "
     blocks = blocks_of(text)
     joined = " ".join(text[a:b] for a, b in blocks)
