@@ -5,6 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import AllowAny
 
+from citations.api.app_management import app_urls
 from citations.api.views import CitationValidateView
 from provenance_site.api_docs import ApiDocsView
 from provenance_site.health import healthz
@@ -18,6 +19,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("v1/flow/", include("documents.api.urls")),
+    path("v1/flow/", include(app_urls)),
     path("semantics/", include("citations.api.urls")),
     path("v1/citations/validate", CitationValidateView.as_view(), name="citations-validate"),
     path("v1/", include("citations.threads.urls")),

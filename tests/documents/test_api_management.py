@@ -1,4 +1,5 @@
-"""The management endpoints of /v1/flow/ (documents/api/management/): data sources,
+"""The management endpoints of /v1/flow/ (documents/api/management/, and
+citations/api/app_management.py for apps): data sources,
 a data source's files, apps and API keys — happy paths checked against the OpenAPI
 schema, other tenants' ids (404), roles (403), bad input (400) and no key (401)."""
 

@@ -1,14 +1,14 @@
-"""Management endpoints of ``/v1/flow/``: data sources and their files, apps, API
-keys. Each is thin: parse, call one service or selector, shape the output. Every
-lookup is scoped to the caller's organization (another tenant's id is a 404) and
-every method states the action its role must allow (``core.roles``)."""
+"""Management endpoints of ``/v1/flow/``: data sources and their files, API keys
+(apps: ``citations.api.app_management``). Each is thin: parse, call one service
+or selector, shape the output. Every lookup is scoped to the caller's
+organization (another tenant's id is a 404) and every method states the action
+its role must allow (``core.roles``)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
 from documents.api.management.api_keys import ApiKeyRevokeView, ApiKeysView
-from documents.api.management.apps import AppDetailView, AppsView
 from documents.api.management.data_sources import (
     DataSourceDetailView,
     DataSourceFilesView,
@@ -27,8 +27,6 @@ management_urls = [
         DataSourceFilesView.as_view(),
         name="data-source-files",
     ),
-    path("apps", AppsView.as_view(), name="app-list"),
-    path("apps/<str:app_id>", AppDetailView.as_view(), name="app-detail"),
     path("api-keys", ApiKeysView.as_view(), name="api-key-list"),
     path("api-keys/<str:key_id>/revoke", ApiKeyRevokeView.as_view(), name="api-key-revoke"),
 ]

@@ -12,13 +12,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import api_keys
+from core.api_shapes import EXAMPLE_CREATED, json_object
 from core.errors import error_responses
 from core.roles import Action
 from core.tenancy import member_organization, role_of
-from documents.api.management.common import (
-    EXAMPLE_CREATED,
-    json_object,
-)
 from documents.api.management.serializers import (
     ApiKeyCreatedOutput,
     ApiKeyCreateInput,

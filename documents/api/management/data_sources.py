@@ -12,12 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.errors import error_responses
-from core.pagination import LIST_PARAMETERS, list_output, list_params, page_of
-from core.roles import Action
-from core.tenancy import member_organization
-from documents import data_sources
-from documents.api.management.common import (
+from core.api_shapes import (
     EXAMPLE_CREATED,
     EXAMPLE_DATABASE_ID,
     EXAMPLE_SOURCE_ID,
@@ -25,6 +20,11 @@ from documents.api.management.common import (
     deleted_reply,
     json_object,
 )
+from core.errors import error_responses
+from core.pagination import LIST_PARAMETERS, list_output, list_params, page_of
+from core.roles import Action
+from core.tenancy import member_organization
+from documents import data_sources
 from documents.api.management.serializers import (
     DataSourceInput,
     DataSourceList,

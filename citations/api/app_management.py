@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import ClassVar
 
+from django.urls import path
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -12,11 +13,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from citations import llm_apps
-from core.errors import error_responses
-from core.roles import Action
-from core.tenancy import member_organization
-from documents import data_sources
-from documents.api.management.common import (
+from citations.api.app_serializers import (
+    AppChangeInput,
+    AppCreateInput,
+    AppList,
+    AppOutput,
+    app_output,
+)
+from core.api_shapes import (
     EXAMPLE_APP_ID,
     EXAMPLE_CREATED,
     EXAMPLE_SOURCE_ID,
@@ -24,13 +28,10 @@ from documents.api.management.common import (
     deleted_reply,
     json_object,
 )
-from documents.api.management.serializers import (
-    AppChangeInput,
-    AppCreateInput,
-    AppList,
-    AppOutput,
-    app_output,
-)
+from core.errors import error_responses
+from core.roles import Action
+from core.tenancy import member_organization
+from documents import data_sources
 
 _APP_EXAMPLE = {
     "id": EXAMPLE_APP_ID,
@@ -168,3 +169,9 @@ class AppDetailView(APIView):
         app = llm_apps.app_get(organization=member_organization(request), app_id=app_id)
         llm_apps.app_delete(app=app)
         return Response(deleted_reply("app", app_id))
+
+
+app_urls = [
+    path("apps", AppsView.as_view(), name="app-list"),
+    path("apps/<str:app_id>", AppDetailView.as_view(), name="app-detail"),
+]

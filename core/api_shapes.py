@@ -1,5 +1,5 @@
-"""What the management views share: the body check, the deletion reply, and the
-ids their OpenAPI examples show."""
+"""Small shapes every REST view may share: a JSON object body, the reply to a DELETE,
+and the ids OpenAPI examples show."""
 
 from __future__ import annotations
 
