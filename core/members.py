@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
+MAX_USERNAME = 150  # Django's User.username
+
+
 class MemberRejected(ValueError):
     """A role change that would leave an organization unmanageable, or a bad role."""
 
@@ -55,6 +58,8 @@ def member_remove(*, member: OrganizationMember) -> None:
 
 def user_for_member(*, username: str, email: str = "") -> User:
     """The account called ``username``, made (without a usable password) when new."""
+    if not username.strip() or len(username) > MAX_USERNAME:
+        raise MemberRejected(f"a username has 1 to {MAX_USERNAME} characters")
     users = get_user_model()._default_manager
     user, created = users.get_or_create(username=username, defaults={"email": email})
     if created:

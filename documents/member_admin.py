@@ -16,10 +16,8 @@ from django.contrib.auth import get_user_model
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
-from core.members import staff_flag_sync, user_for_member
+from core.members import MAX_USERNAME, staff_flag_sync, user_for_member
 from documents.models import OrganizationMember
-
-MAX_USERNAME = 150  # Django's User.username
 
 
 class MemberForm(forms.ModelForm):

@@ -13,6 +13,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 
 from core.errors import ApiError
+from documents.ingestion.delete import MAX_REASON_CHARS
 from documents.models import Chunk, DocumentMarkdown, File, FileStatus, Location
 from documents.uploads import UploadResult
 
@@ -26,9 +27,6 @@ class UploadedFileField(serializers.FileField):
 class FileUploadInput(serializers.Serializer):
     file = UploadedFileField(allow_empty_file=True, use_url=False)
     data_source = serializers.CharField(max_length=200)
-
-
-MAX_REASON_CHARS = 2000  # a deletion's reason is a sentence or two, kept in the ledger
 
 
 class JsonStringField(serializers.CharField):

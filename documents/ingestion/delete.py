@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from documents.models import ApiKey
 
 
+# a deletion's reason is a sentence or two, kept whole in the ledger: a longer one
+# is refused on every surface, never cut
+MAX_REASON_CHARS = 2000
+
+
 class AlreadyDeleted(Exception):
     """Every revision of the document is deleted already."""
 

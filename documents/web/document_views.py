@@ -16,7 +16,7 @@ from core.caller import Caller
 from core.roles import Action, role_allows
 from documents import selectors
 from documents.downloads import original_download
-from documents.ingestion.delete import AlreadyDeleted, file_delete
+from documents.ingestion.delete import MAX_REASON_CHARS, AlreadyDeleted, file_delete
 from documents.models import IN_PROGRESS_STATUSES, File
 from documents.web.access import MemberRequest, member_required
 from documents.web.selectors import (
@@ -26,8 +26,6 @@ from documents.web.selectors import (
     revision_rows,
     revision_shown,
 )
-
-REASON_MAX_CHARS = 2000
 
 
 @member_required(Action.READ_DOCUMENTS)
@@ -76,12 +74,15 @@ def delete(request: MemberRequest, document_id: str) -> HttpResponse:
     leaves retrieval; bytes, chunks and the answers that cite them stay as evidence."""
     revisions = document_revisions(organization=request.organization, document_id=document_id)
     page = reverse("web-document", args=[document_id])
-    reason = request.POST.get("reason", "").strip()[:REASON_MAX_CHARS]
+    reason = request.POST.get("reason", "").strip()
     error = ""
     if request.method == "POST":
-        if reason:
+        if not reason:
+            error = "Say why the document is deleted: the reason is kept with the evidence."
+        elif len(reason) > MAX_REASON_CHARS:
+            error = f"The reason is kept whole: at most {MAX_REASON_CHARS} characters."
+        else:
             return _delete(request, revisions[0], reason, page)
-        error = "Say why the document is deleted: the reason is kept with the evidence."
     context = {"document": revisions[0], "reason": reason, "error": error}
     return render(request, "web/document_delete.html", context, status=400 if error else 200)
 

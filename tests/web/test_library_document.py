@@ -15,6 +15,7 @@ from pytest_django import DjangoAssertNumQueries
 from audit.models import DocumentEvent
 from citations.models import QueryExecution
 from citations.services import query_execute
+from documents.ingestion.delete import MAX_REASON_CHARS
 from documents.models import File
 from tests import factories
 from tests.support.http import streamed
@@ -156,6 +157,11 @@ def test_it_deletes_with_a_reason_after_a_confirmation(tenant: Tenant, remote_wo
     assert refused.status_code == 400 and b'role="alert"' in refused.content
     assert not File.objects.filter(deleted_at__isnull=False).exists()
     assert not DocumentEvent.objects.filter(kind="deletion").exists()
+
+    # a reason past the ledger's limit is refused whole, never cut (as the REST API does)
+    too_long = tenant.client.post(f"{page}delete/", {"reason": "x" * (MAX_REASON_CHARS + 1)})
+    assert too_long.status_code == 400 and b"at most 2000 characters" in too_long.content
+    assert not File.objects.filter(deleted_at__isnull=False).exists()
 
     deleted = tenant.client.post(
         f"{page}delete/",

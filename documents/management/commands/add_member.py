@@ -7,11 +7,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from core.members import member_set, user_for_member
+from core.members import MemberRejected, member_set, user_for_member
 from core.roles import Role
 from documents.models import Organization
-
-MAX_USERNAME = 150  # Django's User.username
 
 
 class Command(BaseCommand):
@@ -30,11 +28,12 @@ class Command(BaseCommand):
         if organization is None:
             raise CommandError(f"unknown organization {options['organization']!r}")
         username = str(options["username"]).strip()
-        if not username or len(username) > MAX_USERNAME:
-            raise CommandError(f"a username has 1 to {MAX_USERNAME} characters")
         new = not get_user_model()._default_manager.filter(username=username).exists()
-        user = user_for_member(username=username)
-        member = member_set(organization=organization, user=user, role=options["role"])
+        try:
+            user = user_for_member(username=username)
+            member = member_set(organization=organization, user=user, role=options["role"])
+        except MemberRejected as exc:
+            raise CommandError(str(exc)) from exc
         self.stdout.write(f"{username} is now {member.role} of {organization.name}")
         if new:
             self.stdout.write(f"new account: set a password: manage.py changepassword {username}")
