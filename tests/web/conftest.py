@@ -14,8 +14,15 @@ from django.test import Client
 from citations.llm_apps import app_create
 from citations.models import App
 from documents import ingestion
-from documents.models import DataSource, File, Organization, OrganizationMember
+from documents.models import (
+    IN_PROGRESS_STATUSES,
+    DataSource,
+    File,
+    Organization,
+    OrganizationMember,
+)
 from tests import factories
+from tests.conftest import wait_for_status
 
 PASSWORD = "correct horse battery staple"  # a test login
 
@@ -48,10 +55,17 @@ def member_of(org: Organization, username: str, role: str = "editor") -> User:
 
 
 def ingest_now(record: File) -> File:
-    """Run convert → chunk → embed in this process, as the worker would."""
+    """Run convert → chunk → embed in this process, as the worker would.
+
+    In a test that commits (a live server), the upload also queued the pipeline:
+    when the suite's worker is running it may claim a stage first, and the stage
+    here then leaves the file to it; the file is returned once that worker is done.
+    """
     for stage in (ingestion.file_convert, ingestion.file_chunk, ingestion.file_embed):
         stage(file_id=str(record.pk))
     record.refresh_from_db()
+    if record.status in IN_PROGRESS_STATUSES:
+        record = wait_for_status(record.pk)
     return record
 
 
