@@ -404,21 +404,32 @@ def quality_gate(
 
 def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
     """Speed per precision and layout, then the quality gate; one JSON-able dict."""
-    from retrieval.embedders import DEFAULT_PRECISION, cpu_has_fast_bf16, precision_from_env
+    from retrieval.embedders import (
+        DEFAULT_PRECISION,
+        MiniLmEmbedder,
+        cpu_has_fast_bf16,
+        precision_from_env,
+    )
 
     sizes = QUICK if quick else FULL
     requested = (
         precision_from_env() if "PROVENANCE_EMBED_PRECISION" in os.environ else DEFAULT_PRECISION
     )
-    # what the worker runs: bf16 only where the CPU has it natively (measuring an
-    # emulated bf16 would only repeat the fp32 rows)
-    fast = "fp32" if requested == "bf16" and not cpu_has_fast_bf16() else requested
+    native = cpu_has_fast_bf16()
+    # what the worker runs: with "auto", the path measured fastest on this host
+    # (retrieval/runtime_choice.py); bf16 only where the CPU has it natively (measuring
+    # an emulated bf16 would only repeat the fp32 rows)
+    choice = MiniLmEmbedder(precision="auto", threads=1).choice if requested == "auto" else None
+    if choice is not None:
+        fast = REFERENCE if choice.runtime == "torch" else choice.precision
+    else:
+        fast = "fp32" if requested == "bf16" and not native else requested
     started = time.perf_counter()
     load_before = os.getloadavg()
     tokenizer = _tokenizer()
     articles, questions = squad()
     texts = speed_texts(articles, tokenizer, sizes.speed_chunks)
-    precisions = tuple(dict.fromkeys((REFERENCE, "fp32", fast)))
+    precisions = tuple(dict.fromkeys((REFERENCE, "fp32", *(["bf16"] if native else []), fast)))
     with Workers(precisions, sizes.batch_size) as workers:
         speed = [
             workers.embed(texts, precision=p, processes=procs, threads=threads)[1]
@@ -432,6 +443,7 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
     return {
         "requested_precision": requested,
         "chosen_precision": fast,
+        "measured_choice": None if choice is None else asdict(choice),
         "chunks_per_s_best": best,
         "target_chunks_per_s": TARGET_CHUNKS_PER_S,
         "meets_speed_target": best[fast] >= TARGET_CHUNKS_PER_S,
@@ -456,7 +468,12 @@ def to_markdown(result: dict[str, Any]) -> str:
     q = result["quality"]
     requested = result.get("requested_precision", result["chosen_precision"])
     chosen = result["chosen_precision"]
-    if requested != chosen:
+    if measured := result.get("measured_choice"):
+        chosen = (
+            f"{measured['precision']} on {measured['runtime']} (measured fastest on this host, "
+            f"texts/s on one thread: {measured['texts_per_s']})"
+        )
+    elif requested != chosen:
         chosen = f"{chosen} ({requested} requested; this CPU has no native {requested})"
     lines = [
         f"Chosen precision: **{chosen}**; target "

@@ -101,7 +101,7 @@ class Sizes:
     database: str = BENCH_DB
     copies: int = 1  # each real chunk, then copies - 1 perturbed copies of it (bench/_scale.py)
     reference_queries: int = 0  # per kind, held against exact search and exact BM25 (0: all)
-    ef_sweep: tuple[int, ...] = (40, 100, 200, 400)  # and search.py's EF_SEARCH
+    ef_sweep: tuple[int, ...] = (40, 100, 200, 400)  # and the ef_search search.py runs at this size
     maintenance_work_mem: str = "1GB"  # for the index builds
     targets: dict[str, float] = field(default_factory=lambda: dict(TARGETS), hash=False)
 
@@ -118,7 +118,7 @@ SCALE = Sizes(
     database=f"{BENCH_DB}_1m",
     copies=10,
     reference_queries=100,
-    ef_sweep=(40, 100, 200, 400, 800),
+    ef_sweep=(40, 100, 200, 300, 400, 512, 800),
     maintenance_work_mem="3GB",
     targets=dict(SCALE_TARGETS),
 )
@@ -1056,7 +1056,9 @@ def _measure_search(
 
     from retrieval import search as search_module
     from retrieval.embedders import default_embedder
-    from retrieval.search import EF_SEARCH, HybridSearch, vector_literal
+    from retrieval.search import HybridSearch, ef_search_for, indexed_chunks, vector_literal
+
+    ef_used = ef_search_for(indexed_chunks())
 
     kinds = [kind for kind, _ in queries]
     questions = [text for _, text in queries]
@@ -1121,7 +1123,7 @@ def _measure_search(
     )
     out["hybrid_sql"] = percentiles(samples)
     out["hybrid_sql"]["search_threads"] = threads
-    out["hybrid_sql"]["ef_search"] = EF_SEARCH
+    out["hybrid_sql"]["ef_search"] = ef_used
     out["hybrid_sql"]["mean_hits"] = round(float(np.mean(hits)), 2)
     out["hybrid_sql"]["p95_ms_by_kind"] = _by_kind(
         kinds, samples, lambda v: round(float(np.percentile(v, 95)), 2)
@@ -1140,7 +1142,7 @@ def _measure_search(
     say("EXPLAIN ANALYZE of the slowest question's statements")
     slowest = int(np.argmax(samples))
     settings = [
-        f"SET LOCAL hnsw.ef_search = {EF_SEARCH}",
+        f"SET LOCAL hnsw.ef_search = {ef_used}",
         "SET LOCAL hnsw.iterative_scan = strict_order",
         "SET LOCAL enable_seqscan = off",
     ]  # as retrieval/search.py sets them
@@ -1246,7 +1248,9 @@ def _measure_recall(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Recall@10 of HNSW against exact search (overall and per query kind) by ef_search,
     and the semantic-only timings."""
-    from retrieval.search import EF_SEARCH
+    from retrieval.search import ef_search_for, indexed_chunks
+
+    ef_used = ef_search_for(indexed_chunks())
 
     exact, exact_ms = [], []
     for n, literal in enumerate(literals):
@@ -1258,9 +1262,10 @@ def _measure_recall(
     recall: dict[str, Any] = {
         "note": (
             "ef_search_N: mean |HNSW top-10 & exact top-10| / 10 over the questions (search.py "
-            f"runs ef_search {EF_SEARCH}); _share_below_0.5: questions where HNSW missed most of "
-            f"the true top-10; _within_{TIE_TOLERANCE}: share of HNSW hits whose cosine distance "
-            f"is at most the exact 10th distance + {TIE_TOLERANCE} (near-ties count); "
+            f"runs ef_search {ef_used} at this size); _share_below_0.5: questions where HNSW "
+            f"missed most of the true top-10; _within_{TIE_TOLERANCE}: share of HNSW hits "
+            f"whose cosine distance is at most the exact 10th distance + {TIE_TOLERANCE} "
+            "(near-ties count); "
             "_distance_regret: mean HNSW top-10 distance minus mean exact top-10 distance; "
             "by_kind: the same per query kind, with the mean exact 1st and 10th distances"
         )
@@ -1275,7 +1280,7 @@ def _measure_recall(
         for kind, mask in masks.items()
     }
     semantic: dict[str, Any] = {}
-    for ef in sorted({*ef_sweep, EF_SEARCH}):
+    for ef in sorted({*ef_sweep, ef_used}):
         for literal in literals[:20]:  # warm-up
             semantic_top10(organization_id, source_ids, literal, ef_search=ef)
         overlaps, times, tolerant, regret = [], [], [], []

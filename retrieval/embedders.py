@@ -31,7 +31,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,6 +45,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 PRECISIONS = ("fp32", "bf16")
+# what may be asked: "auto" measures which path is fastest here (retrieval/runtime_choice.py)
+REQUESTABLE_PRECISIONS = ("auto", *PRECISIONS)
 RUNTIMES = ("auto", "torch")
 # Forward passes run on at most this many texts: small batches of full chunks embed
 # faster than a whole batch of 64 at once (their activations stay in the CPU's cache).
@@ -53,7 +55,7 @@ FORWARD_BATCH = 16
 # shapes faster than ragged ones, even with the padding's extra tokens, and mean
 # pooling ignores the padding (cosine to unpadded >= 0.99995).
 PAD_TO_MULTIPLE = 16
-DEFAULT_PRECISION = "bf16"
+DEFAULT_PRECISION = "auto"
 
 
 class Embedder(Protocol):
@@ -98,8 +100,10 @@ def cpu_has_fast_bf16() -> bool:
 def precision_from_env() -> str:
     """The requested precision, validated so a typo fails loudly at start-up."""
     value = os.environ.get("PROVENANCE_EMBED_PRECISION", DEFAULT_PRECISION).strip().lower()
-    if value not in PRECISIONS:
-        raise ValueError(f"PROVENANCE_EMBED_PRECISION must be one of {PRECISIONS}, not {value!r}")
+    if value not in REQUESTABLE_PRECISIONS:
+        raise ValueError(
+            f"PROVENANCE_EMBED_PRECISION must be one of {REQUESTABLE_PRECISIONS}, not {value!r}"
+        )
     return value
 
 
@@ -127,9 +131,10 @@ def threads_from_env() -> int | None:
 class MiniLmEmbedder:
     """sentence-transformers/all-MiniLM-L6-v2: 384 dimensions, mean pooling, L2-normalised.
 
-    ``precision`` defaults to ``PROVENANCE_EMBED_PRECISION`` (``bf16`` unless set);
-    bf16 is used only where the CPU runs it natively, and ``self.precision`` says
-    which one is in effect for documents. Queries run the same weights in the same
+    ``precision`` defaults to ``PROVENANCE_EMBED_PRECISION`` (``auto`` unless set:
+    the path measured fastest on this host, ``retrieval/runtime_choice.py``); bf16
+    is used only where the CPU runs it natively, and ``self.precision`` says which
+    one is in effect for documents. Queries run the same weights in the same
     precision through an exported graph (``retrieval/onnx_query.py``), which is
     faster for one short text.
     """
@@ -151,8 +156,10 @@ class MiniLmEmbedder:
         from sentence_transformers import SentenceTransformer
 
         requested = precision or precision_from_env()
-        if requested not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, not {requested!r}")
+        if requested not in REQUESTABLE_PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {REQUESTABLE_PRECISIONS}, not {requested!r}"
+            )
         self.runtime = runtime or runtime_from_env()
         if self.runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, not {self.runtime!r}")
@@ -160,7 +167,7 @@ class MiniLmEmbedder:
         if threads:
             torch.set_num_threads(threads)
         self.batch_size = batch_size
-        self.precision = "bf16" if requested == "bf16" and cpu_has_fast_bf16() else "fp32"
+        self.precision = "bf16" if requested != "fp32" and cpu_has_fast_bf16() else "fp32"
         self.model_dir = Path(get_model_path())
         self.model = SentenceTransformer(str(self.model_dir), device="cpu")
         # torch types a module's attributes as Tensor | Module: this one is a plain dict
@@ -169,9 +176,62 @@ class MiniLmEmbedder:
         self._encoders_loading = threading.Lock()
         self._threads = threads or os.cpu_count() or 1
         self._document_encoder: Any = None  # False once OpenVINO failed: torch serves
+        self.choice: Any = None  # the measured choice, when precision and runtime are auto
+        if requested == "auto" and self.runtime == "auto":
+            self.choice = self._measured_choice()
+            self.precision = self.choice.precision
+            if self.choice.runtime == "torch":
+                self.runtime = "torch"
         if self.precision == "bf16":
             self.model.to(torch.bfloat16)
         self.model.eval()
+
+    def _measured_choice(self) -> Any:
+        """The documents' path on this host (``retrieval/runtime_choice.py``): each
+        candidate that loads here embeds the same texts on one thread."""
+        from retrieval.onnx_query import cache_dir, document_encoder
+        from retrieval.runtime_choice import (
+            FP32_TORCH,
+            candidates,
+            measure,
+            remembered_choice,
+        )
+
+        def measure_here() -> dict[Any, float]:
+            import torch
+
+            encoders: dict[Any, Callable[[list[str]], object]] = {}
+            for candidate in candidates(cpu_has_fast_bf16()):
+                if candidate == FP32_TORCH:
+                    encoders[candidate] = self._torch_encode
+                    continue
+                try:
+                    encoder = document_encoder(
+                        self.model_dir,
+                        self.model.tokenizer,
+                        threads=1,
+                        precision=candidate.precision,
+                    )
+                except Exception:
+                    logger.warning("%s cannot load here: not measured", candidate.name)
+                    continue
+                encoders[candidate] = partial(
+                    encoder.encode_many, batch_size=FORWARD_BATCH, pad_to_multiple=PAD_TO_MULTIPLE
+                )
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # as one worker process of the pool embeds
+            try:
+                return measure(encoders)
+            finally:
+                torch.set_num_threads(threads)
+
+        return remembered_choice(cache_dir(), measure_here)
+
+    def _torch_encode(self, texts: list[str]) -> object:
+        import torch
+
+        with torch.inference_mode():
+            return self.model.encode(texts, batch_size=FORWARD_BATCH, show_progress_bar=False)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Chunks through the exported graph (see ``onnx_query.document_encoder``:
@@ -246,7 +306,7 @@ class MiniLmEmbedder:
         one torch thread the documents' path took most of an ask's time."""
         if not texts:
             return []
-        return self._questions().encode_many(list(texts)).tolist()
+        return self._questions().encode_sentences(list(texts)).tolist()
 
     def unlock_after_fork(self) -> None:
         """A fresh lock for the encoders' loading (see ``_unlock_after_fork``)."""

@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.sentence_vectors import SentenceVectors
+
 logger = logging.getLogger(__name__)
 
 BASE_DIR = Path(__file__).resolve().parents[1]
@@ -165,13 +167,22 @@ class QueryEncoder(ABC):
 
     runtime = ""
     precision = ""
+    batch_exact = False  # a text's vector has the same bits in any batch
 
     def __init__(self, onnx_file: Path, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
         self.onnx_file = onnx_file
+        self.kept_sentences = SentenceVectors() if self.batch_exact else None
 
     def encode(self, text: str) -> np.ndarray:
         return self.encode_many([text])[0]
+
+    def encode_sentences(self, texts: Sequence[str]) -> np.ndarray:
+        """Candidate sentences: as ``encode_many``, reusing the vectors kept from
+        earlier calls where they are exact (``retrieval/sentence_vectors.py``)."""
+        if self.kept_sentences is None:
+            return self.encode_many(texts)
+        return self.kept_sentences.vectors(texts, self.encode_many)
 
     def encode_many(
         self, texts: Sequence[str], batch_size: int = 16, pad_to_multiple: int = 1
@@ -217,6 +228,7 @@ class OnnxQueryEncoder(QueryEncoder):
 
     runtime = "onnxruntime"
     precision = "fp32"
+    batch_exact = True  # tests/retrieval/test_sentence_vectors.py
 
     def __init__(self, onnx_file: Path, tokenizer: Any, *, threads: int = 1) -> None:
         import onnxruntime

@@ -152,7 +152,7 @@ def test_the_semantic_statement_walks_the_half_precision_hnsw_index(library: Lib
         pending.params, vector=search.vector_literal(default_embedder().embed_query(question))
     )
     with connection.cursor() as cursor:
-        cursor.execute(search._SETTINGS, [str(search.EF_SEARCH)])
+        cursor.execute(search._SETTINGS, [str(search.ef_search_for(search.indexed_chunks()))])
         # on this small table the planner rightly sorts a few rows instead; with sorting
         # priced out, only an ORDER BY matching the index expression avoids a Sort
         cursor.execute("SET LOCAL enable_sort = off")
@@ -160,3 +160,37 @@ def test_the_semantic_statement_walks_the_half_precision_hnsw_index(library: Lib
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using chunk_embedding_hnsw_half" in plan, plan
     assert "Sort" not in plan, plan
+
+
+@pytest.mark.parametrize(
+    ("indexed", "ef"),
+    [(0, 128), (50_000, 128), (100_000, 128), (400_000, 256), (1_000_000, 405), (10**8, 512)],
+)
+def test_ef_search_grows_with_the_graph(indexed: int, ef: int) -> None:
+    assert search.ef_search_for(indexed) == ef
+
+
+@pytest.mark.django_db
+def test_the_search_runs_the_ef_search_of_the_graphs_size(library: Library) -> None:
+    """The size is the partial index's entry count as ANALYZE estimates it (every
+    retrievable chunk, of every tenant), and the search's transaction sets its ef."""
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE documents_chunk")
+    search._statistics.pop("indexed chunks", None)
+    retrievable = Chunk.objects.filter(is_retrievable=True).count()
+    assert retrievable > 0
+    assert search.indexed_chunks() == retrievable  # a small table is sampled whole
+    with transaction.atomic():
+        search._rows("SELECT 1", {})
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('hnsw.ef_search')")
+            assert cursor.fetchone()[0] == str(search.ef_search_for(retrievable))
+    search._statistics["indexed chunks"] = (time.monotonic(), 1_000_000)  # as if at 1M
+    try:
+        with transaction.atomic():
+            search._rows("SELECT 1", {})
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT current_setting('hnsw.ef_search')")
+                assert cursor.fetchone()[0] == "405"
+    finally:
+        search._statistics.pop("indexed chunks", None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -84,13 +85,18 @@ class WorkerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 20) -> None:
+        """SIGTERM to the main process, whose warm shutdown ends its pool and beat (a
+        SIGTERM to the whole group hit those first, and the main process then waited
+        for them until it was killed); whatever is left of the group is then killed."""
         if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
+            os.kill(self.process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout)
+        if self.process:
+            with contextlib.suppress(ProcessLookupError):  # the whole group is gone
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
 
 
 def reset_broker_folder() -> None:

