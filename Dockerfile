@@ -5,7 +5,7 @@ FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-    PROVENANCE_VAR_DIR=/data PROVENANCE_MEDIA_ROOT=/data/media \
+    PROVENANCE_VAR_DIR=/data PROVENANCE_MEDIA_ROOT=/data/media PROVENANCE_MODEL_CACHE=/data/models \
     GUNICORN_BIND=0.0.0.0:8000
 
 # libgomp for torch's and ONNX Runtime's threads; DejaVu for PDFs with Hebrew/Arabic text

@@ -147,30 +147,40 @@ def choice_file(cache: Path) -> Path:
 
 def remembered_choice(cache: Path, measure_paths: Callable[[], dict[Candidate, float]]) -> Choice:
     """The choice for this host: read from ``cache``, else measured (one process at a
-    time: the others wait for its file) and written atomically."""
+    time: the others wait for its file) and written atomically. A cache that cannot
+    be written costs a measurement per process start, not the start itself."""
     target = choice_file(cache)
     known = _read(target)
     if known is not None:
         return known
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(target.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        known = _read(target)  # measured by another process meanwhile
-        if known is not None:
-            return known
-        rates = measure_paths()
-        chosen = choose(rates)
-        choice = Choice(
-            precision=chosen.precision,
-            runtime=chosen.runtime,
-            texts_per_s={c.name: round(rate, 1) for c, rate in rates.items()},
-            host=host_description(),
-            measured_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        )
-        handle, temporary = tempfile.mkstemp(dir=cache, suffix=".tmp")
-        with os.fdopen(handle, "w") as out:
-            json.dump(asdict(choice), out, indent=2)
-        os.replace(temporary, target)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with open(target.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            known = _read(target)  # measured by another process meanwhile
+            if known is not None:
+                return known
+            choice = _measured(measure_paths)
+            handle, temporary = tempfile.mkstemp(dir=cache, suffix=".tmp")
+            with os.fdopen(handle, "w") as out:
+                json.dump(asdict(choice), out, indent=2)
+            os.replace(temporary, target)
+    except OSError:
+        logger.warning("the embedding path's choice cannot be kept in %s", cache, exc_info=True)
+        choice = _measured(measure_paths)
+    return choice
+
+
+def _measured(measure_paths: Callable[[], dict[Candidate, float]]) -> Choice:
+    rates = measure_paths()
+    chosen = choose(rates)
+    choice = Choice(
+        precision=chosen.precision,
+        runtime=chosen.runtime,
+        texts_per_s={c.name: round(rate, 1) for c, rate in rates.items()},
+        host=host_description(),
+        measured_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
     logger.info(
         "documents embed through %s on this host (texts/s on one thread: %s)",
         chosen.name,

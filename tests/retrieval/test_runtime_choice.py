@@ -118,3 +118,10 @@ def test_a_misspelt_precision_fails_at_start(monkeypatch: pytest.MonkeyPatch) ->
         precision_from_env()
     monkeypatch.setenv("PROVENANCE_EMBED_PRECISION", " AUTO ")
     assert precision_from_env() == "auto"
+
+
+def test_a_cache_that_cannot_be_written_still_gives_a_choice(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file-not-a-folder"
+    blocked.write_text("")
+    choice = remembered_choice(blocked, lambda: {FP32_ONNXRUNTIME: 10.0, FP32_TORCH: 30.0})
+    assert choice.path == FP32_TORCH
