@@ -33,11 +33,14 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from documents.json_limits import MAX_DOCUMENT_DEPTH, json_loads_bounded
+
+if TYPE_CHECKING:
+    from retrieval.runtime_choice import Candidate, Choice
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +179,7 @@ class MiniLmEmbedder:
         self._encoders_loading = threading.Lock()
         self._threads = threads or os.cpu_count() or 1
         self._document_encoder: Any = None  # False once OpenVINO failed: torch serves
-        self.choice: Any = None  # the measured choice, when precision and runtime are auto
+        self.choice: Choice | None = None  # measured, when precision and runtime are auto
         if requested == "auto" and self.runtime == "auto":
             self.choice = self._measured_choice()
             self.precision = self.choice.precision
@@ -186,7 +189,7 @@ class MiniLmEmbedder:
             self.model.to(torch.bfloat16)
         self.model.eval()
 
-    def _measured_choice(self) -> Any:
+    def _measured_choice(self) -> Choice:
         """The documents' path on this host (``retrieval/runtime_choice.py``): each
         candidate that loads here embeds the same texts on one thread."""
         from retrieval.onnx_query import cache_dir, document_encoder
@@ -197,10 +200,10 @@ class MiniLmEmbedder:
             remembered_choice,
         )
 
-        def measure_here() -> dict[Any, float]:
+        def measure_here() -> dict[Candidate, float]:
             import torch
 
-            encoders: dict[Any, Callable[[list[str]], object]] = {}
+            encoders: dict[Candidate, Callable[[list[str]], object]] = {}
             for candidate in candidates(cpu_has_fast_bf16()):
                 if candidate == FP32_TORCH:
                     encoders[candidate] = self._torch_encode
