@@ -131,6 +131,12 @@ def threads_from_env() -> int | None:
     return value if value > 0 else None
 
 
+def _export_documents(encoder: Any, texts: list[str]) -> np.ndarray:
+    """Chunks through the model's export (``onnx_query.document_encoder``), in the
+    forward batches and padding the worker embeds them with."""
+    return encoder.encode_many(texts, batch_size=FORWARD_BATCH, pad_to_multiple=PAD_TO_MULTIPLE)
+
+
 class MiniLmEmbedder:
     """sentence-transformers/all-MiniLM-L6-v2: 384 dimensions, mean pooling, L2-normalised.
 
@@ -206,7 +212,7 @@ class MiniLmEmbedder:
             encoders: dict[Candidate, Callable[[list[str]], object]] = {}
             for candidate in candidates(cpu_has_fast_bf16()):
                 if candidate == FP32_TORCH:
-                    encoders[candidate] = self._torch_encode
+                    encoders[candidate] = self._torch_documents
                     continue
                 try:
                     encoder = document_encoder(
@@ -218,9 +224,7 @@ class MiniLmEmbedder:
                 except Exception:
                     logger.warning("%s cannot load here: not measured", candidate.name)
                     continue
-                encoders[candidate] = partial(
-                    encoder.encode_many, batch_size=FORWARD_BATCH, pad_to_multiple=PAD_TO_MULTIPLE
-                )
+                encoders[candidate] = partial(_export_documents, encoder)
             threads = torch.get_num_threads()
             torch.set_num_threads(1)  # as one worker process of the pool embeds
             try:
@@ -243,20 +247,21 @@ class MiniLmEmbedder:
             return []
         encoder = self._documents()
         if encoder:
-            return encoder.encode_many(
-                list(texts), batch_size=FORWARD_BATCH, pad_to_multiple=PAD_TO_MULTIPLE
-            ).tolist()
+            return _export_documents(encoder, list(texts)).tolist()
+        return self._torch_documents(list(texts)).tolist()
+
+    def _torch_documents(self, texts: list[str]) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
             vectors = self.model.encode(
-                list(texts),
+                texts,
                 batch_size=min(self.batch_size, FORWARD_BATCH),
                 convert_to_tensor=True,
                 show_progress_bar=False,
             )
         # Normalise in fp32: the bf16 output has ~3 significant digits per component.
-        return unit_rows(vectors.float().numpy()).tolist()
+        return unit_rows(vectors.float().numpy())
 
     def threads_set(self, threads: int) -> None:
         """Embed documents on ``threads`` threads from now on: torch's count, and the
