@@ -3,6 +3,9 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
+# the suite runs in this many processes (pytest-xdist), one test file per process at
+# a time; each has its own test database, broker folder and worker (settings/test.py)
+TEST_PROCESSES ?= 2
 export HF_HUB_OFFLINE := 1
 
 .PHONY: install run test lint format bench services clean
@@ -26,7 +29,7 @@ services:
 
 test: install services
 	$(VENV)/bin/mypy
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile
 
 lint: install
 	$(VENV)/bin/ruff check .

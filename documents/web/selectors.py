@@ -103,8 +103,16 @@ def library_page(
     return page
 
 
-def library_busy(*, organization: Organization) -> bool:
-    """Whether any file is still being ingested (the page then refreshes itself)."""
+def library_busy(*, organization: Organization, shown: Page | None = None) -> bool:
+    """Whether any file is still being ingested (the page then refreshes itself).
+
+    The rows ``shown`` count too: read a moment before this query, a row may show a
+    file in progress that is ready by now, and the page would stop refreshing with
+    that row stale (it did, under load); it refreshes once more instead."""
+    if shown is not None and any(
+        row.file.status in IN_PROGRESS_STATUSES for row in shown.object_list
+    ):
+        return True
     return File.objects.filter(organization=organization, status__in=IN_PROGRESS_STATUSES).exists()
 
 

@@ -49,16 +49,15 @@ def library(request: MemberRequest) -> HttpResponse:
         return _upload(request)
     organization = request.organization
     filters = LibraryFilters.from_query(request.GET)
+    page = library_page(organization=organization, number=request.GET.get("page"), filters=filters)
     context = {
-        "page": library_page(
-            organization=organization, number=request.GET.get("page"), filters=filters
-        ),
+        "page": page,
         "filters": filters,
         "pager_query": filters.query,
         "statuses": [*FileStatus.values, DELETED],
         "kinds": kinds_of(organization=organization),
         "data_sources": data_sources_of(organization=organization),
-        "busy": library_busy(organization=organization),
+        "busy": library_busy(organization=organization, shown=page),
         "max_upload_bytes": settings.PROVENANCE_MAX_UPLOAD_BYTES,
         "may_edit": role_allows(request.role, Action.EDIT_DOCUMENTS),
     }

@@ -1,6 +1,7 @@
 """Test settings: the same real PostgreSQL + pgvector, a broker folder of its own,
 short leases so crash recovery is observable within a test."""
 
+import os
 from pathlib import Path
 
 from provenance_site.env import env_bool, env_int, env_rate, env_str
@@ -15,10 +16,17 @@ from provenance_site.settings.base import (
     audit_head_storage,
 )
 
+# pytest-xdist runs the suite in several processes (`make test`): pytest-django gives
+# each a test database of its own (test_<name>_gw0, ...), and everything else a run
+# keeps apart by name is kept apart by this one too. A Celery worker a test starts
+# inherits PYTEST_XDIST_WORKER, so it lands on the same database, broker and heads.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEST_RUN_NAME = EMBEDDED_DATABASE_NAME + (f"-{XDIST_WORKER}" if XDIST_WORKER else "")
+
 SECRET_KEY = "test-only-key"  # noqa: S105
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-MEDIA_ROOT = VAR_DIR / "test-media"
+MEDIA_ROOT = VAR_DIR / "test-media" / TEST_RUN_NAME
 STORAGES = {
     "default": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
@@ -32,10 +40,10 @@ STORAGES = {
 }
 PROVENANCE_MAX_UPLOAD_BYTES = env_int("PROVENANCE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
 # no rate limits unless a test sets them (tests/documents/test_throttling.py), and a
-# cache key prefix per database name, so two test runs sharing a Redis stay apart
+# cache key prefix per run name, so two test runs sharing a Redis stay apart
 PROVENANCE_THROTTLE_KEY = env_rate("PROVENANCE_THROTTLE_KEY", "off")
 PROVENANCE_THROTTLE_ANON = env_rate("PROVENANCE_THROTTLE_ANON", "off")
-CACHES = {"default": {**CACHES["default"], "KEY_PREFIX": EMBEDDED_DATABASE_NAME}}
+CACHES = {"default": {**CACHES["default"], "KEY_PREFIX": TEST_RUN_NAME}}
 PROVENANCE_INGEST_LEASE_SECONDS = env_int("PROVENANCE_INGEST_LEASE_SECONDS", 8)
 PROVENANCE_STALL_SWEEP_SECONDS = env_int("PROVENANCE_STALL_SWEEP_SECONDS", 2)
 PROVENANCE_INGEST_REQUEUE_SECONDS = env_int("PROVENANCE_INGEST_REQUEUE_SECONDS", 8)
@@ -45,9 +53,7 @@ PROVENANCE_AUDIT_KEY_GENERATE_FILE = VAR_DIR / "test-audit.key"
 PROVENANCE_QUERY_STALE_SECONDS = env_int("PROVENANCE_QUERY_STALE_SECONDS", 120, minimum=1)
 PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS = env_int("PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS", 3)
 PROVENANCE_AUDIT_HEAD_DIR = Path(
-    env_str(
-        "PROVENANCE_AUDIT_HEAD_DIR", str(VAR_DIR / f"test-audit-heads-{EMBEDDED_DATABASE_NAME}")
-    )
+    env_str("PROVENANCE_AUDIT_HEAD_DIR", str(VAR_DIR / f"test-audit-heads-{TEST_RUN_NAME}"))
 )
 PROVENANCE_AUDIT_HEAD_STORAGE = audit_head_storage(
     PROVENANCE_AUDIT_HEAD_DIR, PROVENANCE_AUDIT_HEAD_BUCKET
@@ -72,8 +78,8 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 if CELERY_BROKER_URL.startswith("provfs"):
-    # one folder per database name, so two test runs on one machine stay apart
-    TEST_BROKER_DIR = BROKER_DIR.parent / f"test-broker-{EMBEDDED_DATABASE_NAME}"
+    # one folder per run name, so two test runs on one machine stay apart
+    TEST_BROKER_DIR = BROKER_DIR.parent / f"test-broker-{TEST_RUN_NAME}"
     _dir = TEST_BROKER_DIR
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_dir / "queue"),
@@ -87,4 +93,5 @@ if CELERY_BROKER_URL.startswith("provfs"):
 if env_bool("PROVENANCE_TEST_WORKER", False):
     from provenance_site.settings.base import DATABASES
 
-    DATABASES["default"]["NAME"] = "test_" + DATABASES["default"]["NAME"]
+    _test_name = "test_" + DATABASES["default"]["NAME"]
+    DATABASES["default"]["NAME"] = f"{_test_name}_{XDIST_WORKER}" if XDIST_WORKER else _test_name

@@ -10,10 +10,12 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import psycopg
 import pytest
 import requests
+from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
@@ -63,7 +65,8 @@ def stack(redis_url: str, django_db_setup: None) -> Iterator[str]:
         "PGAPPNAME": "provenance-web",  # libpq names the web processes' connections
         "PROVENANCE_WARM_EMBEDDER": "0",
     }
-    log = (ARTIFACTS / "gunicorn.log").open("w")
+    log_path = ARTIFACTS / f"gunicorn-{settings.TEST_RUN_NAME}.log"
+    log = log_path.open("w")
     web = subprocess.Popen(
         [
             sys.executable,
@@ -80,7 +83,7 @@ def stack(redis_url: str, django_db_setup: None) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_until_serving(base, web)
+        _wait_until_serving(base, web, log_path)
         yield base
     finally:
         web.terminate()
@@ -88,10 +91,10 @@ def stack(redis_url: str, django_db_setup: None) -> Iterator[str]:
         worker.stop()
 
 
-def _wait_until_serving(base: str, web: subprocess.Popen) -> None:
+def _wait_until_serving(base: str, web: subprocess.Popen, log_path: Path) -> None:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        assert web.poll() is None, (ARTIFACTS / "gunicorn.log").read_text()[-3000:]
+        assert web.poll() is None, log_path.read_text()[-3000:]
         try:
             requests.get(f"{base}/accounts/login/", timeout=30)
             return

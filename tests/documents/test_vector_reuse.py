@@ -23,7 +23,9 @@ from retrieval.models import VectorDatabase
 from tests import factories
 from tests.support import squad
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# in the test's transaction: an upload's pipeline message is queued only on commit, so a
+# session worker alive in this process never races the stages run here
+pytestmark = pytest.mark.django_db
 _EMBEDDED = re.compile(r"embedded (\d+) chunks of (\S+):")
 
 

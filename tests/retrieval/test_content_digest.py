@@ -160,7 +160,7 @@ def test_a_new_index_starts_with_the_hash_of_no_chunks() -> None:
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("value", "message"),
-    [("not-a-uuid", "not an index id"), (str(uuid.uuid4()), "no such index")],
+    [("not-a-uuid", "not an index id"), ("0b8f6a52-3c1e-4d07-9a7e-5f2d4c8b1e90", "no such index")],
 )
 def test_the_command_refuses_an_unknown_index(value: str, message: str) -> None:
     with pytest.raises(CommandError, match=message):

@@ -23,8 +23,9 @@ class WorkerProcess:
         self.extra_env = extra_env or {}
         self.process: subprocess.Popen | None = None
         ARTIFACTS.mkdir(exist_ok=True)
-        suffix = os.environ.get("PROVENANCE_DB_NAME", "")
-        self.log_path = ARTIFACTS / f"worker-{name}{'-' + suffix if suffix else ''}.log"
+        from django.conf import settings
+
+        self.log_path = ARTIFACTS / f"worker-{name}-{settings.TEST_RUN_NAME}.log"
         self.log_path.write_text("")  # restarts append; a new instance starts clean
 
     def env(self) -> dict[str, str]:
