@@ -25,7 +25,9 @@ class WorkerProcess:
         ARTIFACTS.mkdir(exist_ok=True)
         from django.conf import settings
 
-        self.log_path = ARTIFACTS / f"worker-{name}-{settings.TEST_RUN_NAME}.log"
+        # the test run's name (settings/test.py); the benchmarks run other settings
+        run = getattr(settings, "TEST_RUN_NAME", "") or os.environ.get("PROVENANCE_DB_NAME", "")
+        self.log_path = ARTIFACTS / f"worker-{name}{'-' + run if run else ''}.log"
         self.log_path.write_text("")  # restarts append; a new instance starts clean
 
     def env(self) -> dict[str, str]:
