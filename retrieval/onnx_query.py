@@ -254,27 +254,35 @@ class OnnxQueryEncoder(QueryEncoder):
 
 
 class OpenVinoQueryEncoder(QueryEncoder):
-    """The graph with bf16 matrix products on OpenVINO's CPU plugin.
+    """The graph on OpenVINO's CPU plugin: bf16 matrix products where the CPU has
+    them natively, or fp32 (on an AVX2-only AMD EPYC ~1.2x ONNX Runtime's and
+    torch's fp32 texts/s on one thread, the same vectors to cosine 0.99999).
 
     One infer request per thread: a compiled model's requests are not safe to
     share between the threads of a threaded web server.
     """
 
     runtime = "openvino"
-    precision = "bf16"
 
-    def __init__(self, onnx_file: Path, tokenizer: Any, *, threads: int = 1) -> None:
+    def __init__(
+        self, onnx_file: Path, tokenizer: Any, *, threads: int = 1, precision: str = "bf16"
+    ) -> None:
         import openvino
 
+        if precision not in ("bf16", "fp32"):
+            raise ValueError(f"OpenVINO runs bf16 or fp32, not {precision!r}")
         super().__init__(onnx_file, tokenizer)
+        self.precision = precision
         core = openvino.Core()
-        if "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        if precision == "bf16" and "BF16" not in core.get_property(
+            "CPU", "OPTIMIZATION_CAPABILITIES"
+        ):
             raise RuntimeError("OpenVINO's CPU plugin has no native bf16 on this CPU")
         self.compiled = core.compile_model(
             core.read_model(str(onnx_file)),
             "CPU",
             {
-                "INFERENCE_PRECISION_HINT": "bf16",
+                "INFERENCE_PRECISION_HINT": "bf16" if precision == "bf16" else "f32",
                 "INFERENCE_NUM_THREADS": threads,
                 "PERFORMANCE_HINT": "LATENCY",
                 "NUM_STREAMS": 1,
@@ -319,16 +327,28 @@ def query_encoder(model_dir: Path, tokenizer: Any, precision: str = "fp32") -> Q
 
 
 def document_encoder(
-    model_dir: Path, tokenizer: Any, *, threads: int, precision: str = "bf16"
+    model_dir: Path,
+    tokenizer: Any,
+    *,
+    threads: int,
+    precision: str = "bf16",
+    runtime: str = "auto",
 ) -> QueryEncoder:
     """The export for batches of documents: in bf16 on OpenVINO (more chunks/s than
     torch's bf16, vectors within cosine 0.9999 of torch's fp32), in fp32 on ONNX
-    Runtime (CPUs without native bf16: faster than torch's fp32, the same vectors to
-    cosine 0.99999; bench/results/ has the figures per host). Raises when the
-    runtime cannot serve here; the caller keeps torch then."""
+    Runtime or OpenVINO (CPUs without native bf16: the same vectors as torch's fp32
+    to cosine 0.99999; bench/results/ has the figures per host). ``runtime``
+    ``auto``: OpenVINO for bf16, ONNX Runtime for fp32. Raises when the runtime
+    cannot serve here; the caller keeps torch then."""
+    if runtime == "auto":
+        runtime = "openvino" if precision == "bf16" else "onnxruntime"
+    if runtime == "onnxruntime" and precision != "fp32":
+        raise ValueError(f"ONNX Runtime runs the export in fp32 only, not {precision}")
+    if runtime not in ("openvino", "onnxruntime"):
+        raise ValueError(f"no exported-graph runtime {runtime!r}")
     target = _exported(model_dir, tokenizer)
-    if precision == "bf16":
-        return OpenVinoQueryEncoder(target, tokenizer, threads=threads)
+    if runtime == "openvino":
+        return OpenVinoQueryEncoder(target, tokenizer, threads=threads, precision=precision)
     return OnnxQueryEncoder(target, tokenizer, threads=threads)
 
 

@@ -12,13 +12,17 @@ chosen:
 
 1. bf16 on OpenVINO (only where the CPU has native bf16),
 2. fp32 on ONNX Runtime (the model's export),
-3. fp32 on torch.
+3. fp32 on OpenVINO (the same export; on an AVX2-only AMD EPYC 1.2x the others'
+   texts/s on one thread, so it is chosen there; after ONNX Runtime because only
+   ONNX Runtime's vectors are bit-exact across batches, which lets questions
+   reuse sentence vectors, ``retrieval/sentence_vectors.py``),
+4. fp32 on torch.
 
-All three pass the same quality gate against torch fp32 (``bench/embed_speed.py``),
+All four pass the same quality gate against torch fp32 (``bench/embed_speed.py``),
 and a question always runs through the export in the chosen precision. The
 choice is written to ``PROVENANCE_MODEL_CACHE`` (``runtime-choice-<key>.json``,
-with the figures), keyed by the CPU's model and flags, the core count and the
-runtimes' versions, so one process measures (the others wait on a file lock)
+with the figures), keyed by the CPU's model and flags, the core count, the
+runtimes' versions and the candidates, so one process measures (the others wait on a file lock)
 and later starts read it. Deleting the file measures again.
 """
 
@@ -63,8 +67,9 @@ class Candidate:
 
 BF16_OPENVINO = Candidate("bf16", "openvino")
 FP32_ONNXRUNTIME = Candidate("fp32", "onnxruntime")
+FP32_OPENVINO = Candidate("fp32", "openvino")
 FP32_TORCH = Candidate("fp32", "torch")
-PREFERENCE = (BF16_OPENVINO, FP32_ONNXRUNTIME, FP32_TORCH)
+PREFERENCE = (BF16_OPENVINO, FP32_ONNXRUNTIME, FP32_OPENVINO, FP32_TORCH)
 
 
 @dataclass(frozen=True)
@@ -141,8 +146,10 @@ def choice_file(cache: Path) -> Path:
             versions.append(f"{package} {importlib.metadata.version(package)}")
         except importlib.metadata.PackageNotFoundError:
             versions.append(f"{package} absent")
-    key = hashlib.sha256("|".join([host_description(), *versions]).encode()).hexdigest()[:16]
-    return cache / f"runtime-choice-{key}.json"
+    # a new candidate measures again: a choice made without it may not be the fastest
+    paths = [candidate.name for candidate in PREFERENCE]
+    key = hashlib.sha256("|".join([host_description(), *versions, *paths]).encode())
+    return cache / f"runtime-choice-{key.hexdigest()[:16]}.json"
 
 
 def remembered_choice(cache: Path, measure_paths: Callable[[], dict[Candidate, float]]) -> Choice:
@@ -202,4 +209,5 @@ def _read(target: Path) -> Choice | None:
 
 
 def candidates(native_bf16: bool) -> Sequence[Candidate]:
-    return PREFERENCE if native_bf16 else PREFERENCE[1:]
+    """The paths worth measuring here: bf16 only where the CPU has it natively."""
+    return tuple(c for c in PREFERENCE if native_bf16 or c.precision != "bf16")

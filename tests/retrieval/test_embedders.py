@@ -431,6 +431,46 @@ def test_fp32_documents_run_through_onnx_runtime_with_torchs_vectors(
         assert _cos(vector, exact) > 0.99999, text
 
 
+def test_fp32_documents_can_run_through_openvino_with_torchs_vectors(
+    fp32: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    """fp32 on OpenVINO (the measured choice on an AVX2-only AMD EPYC): the export
+    compiled without a bf16 hint, each vector its own text's in input order and
+    torch's fp32 vector to within float rounding; questions stay on ONNX Runtime
+    in fp32, whose sentence vectors are bit-exact across batches."""
+    from retrieval.onnx_query import OnnxQueryEncoder, OpenVinoQueryEncoder
+
+    embedder = MiniLmEmbedder(batch_size=16, precision="fp32", runtime="openvino", threads=1)
+    assert embedder.precision == "fp32" and embedder.documents_runtime == "openvino"
+    encoder = embedder._documents()
+    assert isinstance(encoder, OpenVinoQueryEncoder) and encoder.precision == "fp32"
+    assert "float32" in str(encoder.compiled.get_property("INFERENCE_PRECISION_HINT"))
+    assert encoder.compiled.get_property("INFERENCE_NUM_THREADS") == 1
+    texts = [*paragraphs[:20], "Short.", "x " * 400]
+    vectors = embedder.embed_documents(texts)
+    reordered = embedder.embed_documents([*reversed(texts)])
+    reference = fp32.embed_documents(texts)
+    for text, vector, again, exact in zip(
+        texts, vectors, reversed(reordered), reference, strict=True
+    ):
+        assert abs(np.linalg.norm(vector) - 1.0) < 1e-5
+        assert _cos(vector, again) > 0.99999, text
+        assert _cos(vector, exact) > 0.99999, text
+    asked = embedder._questions()
+    assert isinstance(asked, OnnxQueryEncoder) and asked.kept_sentences is not None
+
+
+def test_bf16_cannot_be_asked_of_onnx_runtime() -> None:
+    """ONNX Runtime runs the export in fp32 only: ``auto`` resolves to fp32 there,
+    and bf16 asked for on a CPU that has it is refused before the model loads."""
+    assert MiniLmEmbedder(precision="auto", runtime="onnxruntime").precision == "fp32"
+    if cpu_has_fast_bf16():
+        with pytest.raises(ValueError, match="fp32"):
+            MiniLmEmbedder(precision="bf16", runtime="onnxruntime")
+    else:  # bf16 without native support is fp32 already
+        assert MiniLmEmbedder(precision="bf16", runtime="onnxruntime").precision == "fp32"
+
+
 def test_onnx_fp32_documents_rank_as_torch_fp32_documents(
     fp32: MiniLmEmbedder, onnx_fp32: MiniLmEmbedder, paragraphs: list[str]
 ) -> None:
@@ -480,6 +520,8 @@ def test_runtime_is_read_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("PROVENANCE_EMBED_RUNTIME", "Torch ")
     assert runtime_from_env() == "torch"
+    monkeypatch.setenv("PROVENANCE_EMBED_RUNTIME", "OpenVINO")
+    assert runtime_from_env() == "openvino"
     monkeypatch.setenv("PROVENANCE_EMBED_RUNTIME", "tensorflow")
     with pytest.raises(ValueError, match="PROVENANCE_EMBED_RUNTIME"):
         runtime_from_env()

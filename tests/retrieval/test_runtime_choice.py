@@ -13,8 +13,11 @@ from retrieval.embedders import MiniLmEmbedder, precision_from_env
 from retrieval.runtime_choice import (
     BF16_OPENVINO,
     FP32_ONNXRUNTIME,
+    FP32_OPENVINO,
     FP32_TORCH,
+    PREFERENCE,
     Candidate,
+    candidates,
     choice_file,
     choose,
     remembered_choice,
@@ -31,12 +34,35 @@ from retrieval.runtime_choice import (
         ({BF16_OPENVINO: 100.0, FP32_ONNXRUNTIME: 105.0}, BF16_OPENVINO),  # within 10 %
         ({FP32_ONNXRUNTIME: 30.0, FP32_TORCH: 40.0}, FP32_TORCH),  # well past it
         ({FP32_TORCH: 12.0}, FP32_TORCH),
+        # an AVX2-only AMD EPYC, one thread (bench/results/latest.md, session 25)
+        ({FP32_ONNXRUNTIME: 12.9, FP32_OPENVINO: 14.7, FP32_TORCH: 12.3}, FP32_OPENVINO),
+        # ONNX Runtime within the margin keeps its batch-exact sentence vectors
+        ({FP32_ONNXRUNTIME: 20.2, FP32_OPENVINO: 21.0, FP32_TORCH: 19.9}, FP32_ONNXRUNTIME),
+        ({BF16_OPENVINO: 184.6, FP32_ONNXRUNTIME: 47.5, FP32_OPENVINO: 50.0}, BF16_OPENVINO),
     ],
 )
 def test_the_first_preferred_path_within_the_margin_is_chosen(
     rates: dict[Candidate, float], chosen: Candidate
 ) -> None:
     assert choose(rates) == chosen
+
+
+def test_bf16_is_measured_only_where_the_cpu_has_it() -> None:
+    assert list(candidates(native_bf16=False)) == [FP32_ONNXRUNTIME, FP32_OPENVINO, FP32_TORCH]
+    assert list(candidates(native_bf16=True)) == list(PREFERENCE)
+    assert BF16_OPENVINO in PREFERENCE
+
+
+def test_a_new_candidate_measures_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A choice remembered before a path existed may not be the fastest any more:
+    the candidates are part of the file's key."""
+    import retrieval.runtime_choice as runtime_choice
+
+    remembered_choice(tmp_path, lambda: {FP32_ONNXRUNTIME: 10.0, FP32_TORCH: 9.0})
+    older = choice_file(tmp_path)
+    monkeypatch.setattr(runtime_choice, "PREFERENCE", (BF16_OPENVINO, FP32_ONNXRUNTIME, FP32_TORCH))
+    assert choice_file(tmp_path) != older
+    assert remembered_choice(tmp_path, lambda: {FP32_TORCH: 10.0}).path == FP32_TORCH
 
 
 def test_nothing_measured_is_an_error() -> None:
@@ -103,7 +129,8 @@ def test_the_default_embedder_runs_the_path_it_measured(
     embedder = MiniLmEmbedder(batch_size=16)
     stored = json.loads(choice_file(tmp_path).read_text())
     rates = {Candidate(*name.split()): rate for name, rate in stored["texts_per_s"].items()}
-    assert FP32_ONNXRUNTIME in rates and FP32_TORCH in rates and min(rates.values()) > 0
+    assert {FP32_ONNXRUNTIME, FP32_OPENVINO, FP32_TORCH} <= set(rates)
+    assert min(rates.values()) > 0
     assert choose(rates) == Candidate(embedder.precision, embedder.documents_runtime)
     vector = embedder.embed_documents(["Invoices are kept for seven years."])[0]
     assert abs(sum(x * x for x in vector) - 1.0) < 1e-4
