@@ -1,4 +1,8 @@
-"""An export of 10,000 answers streams: memory stays flat while it is read."""
+"""An export of thousands of answers streams: memory stays flat while it is read.
+
+2,500 answers quoting 11 KB each (27 MB of quoted text) show it as well as
+10,000 of 2.7 KB did, for a quarter of the per-record work: an export that held
+its records would peak above the whole text, a streaming one holds one page."""
 
 from __future__ import annotations
 
@@ -14,8 +18,8 @@ from tests.audit.conftest import Trail
 
 pytestmark = pytest.mark.django_db
 
-RECORDS = 10_000
-PASSAGE = "Invoices are kept for seven years after the end of the fiscal year. " * 40
+RECORDS = 2_500
+PASSAGE = "Invoices are kept for seven years after the end of the fiscal year. " * 160
 
 
 def _many_answers(trail: Trail) -> None:
@@ -75,7 +79,7 @@ def _many_answers(trail: Trail) -> None:
     )
 
 
-def test_ten_thousand_records_stream_in_bounded_memory(trail: Trail) -> None:
+def test_thousands_of_large_records_stream_in_bounded_memory(trail: Trail) -> None:
     _many_answers(trail)
     queryset = QueryExecution.objects.filter(caller="api-key:bulk")
     total_text = RECORDS * len(PASSAGE)
