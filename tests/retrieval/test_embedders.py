@@ -407,6 +407,23 @@ def test_batches_are_padded_to_aligned_lengths_without_changing_vectors(
     assert min(_cos(a, b) for a, b in zip(padded, alone, strict=True)) >= 0.99999
 
 
+def _assert_torchs_fp32_vectors_in_input_order(
+    embedder: MiniLmEmbedder, fp32: MiniLmEmbedder, paragraphs: list[str]
+) -> None:
+    """Each vector is its own text's, in input order (runs of similar length put
+    them out of order inside), and torch's fp32 vector to within float rounding."""
+    texts = [*paragraphs[:20], "Short.", "x " * 400]
+    vectors = embedder.embed_documents(texts)
+    reordered = embedder.embed_documents([*reversed(texts)])
+    reference = fp32.embed_documents(texts)
+    for text, vector, again, exact in zip(
+        texts, vectors, reversed(reordered), reference, strict=True
+    ):
+        assert abs(np.linalg.norm(vector) - 1.0) < 1e-5
+        assert _cos(vector, again) > 0.99999, text
+        assert _cos(vector, exact) > 0.99999, text
+
+
 def test_fp32_documents_run_through_onnx_runtime_with_torchs_vectors(
     fp32: MiniLmEmbedder, onnx_fp32: MiniLmEmbedder, paragraphs: list[str]
 ) -> None:
@@ -419,16 +436,7 @@ def test_fp32_documents_run_through_onnx_runtime_with_torchs_vectors(
     encoder = onnx_fp32._documents()
     assert isinstance(encoder, OnnxQueryEncoder)
     assert encoder.session.get_session_options().intra_op_num_threads == 1  # one per process
-    texts = [*paragraphs[:20], "Short.", "x " * 400]
-    vectors = onnx_fp32.embed_documents(texts)
-    reordered = onnx_fp32.embed_documents([*reversed(texts)])
-    reference = fp32.embed_documents(texts)
-    for text, vector, again, exact in zip(
-        texts, vectors, reversed(reordered), reference, strict=True
-    ):
-        assert abs(np.linalg.norm(vector) - 1.0) < 1e-5
-        assert _cos(vector, again) > 0.99999, text
-        assert _cos(vector, exact) > 0.99999, text
+    _assert_torchs_fp32_vectors_in_input_order(onnx_fp32, fp32, paragraphs)
 
 
 def test_fp32_documents_can_run_through_openvino_with_torchs_vectors(
@@ -446,16 +454,7 @@ def test_fp32_documents_can_run_through_openvino_with_torchs_vectors(
     assert isinstance(encoder, OpenVinoQueryEncoder) and encoder.precision == "fp32"
     assert "float32" in str(encoder.compiled.get_property("INFERENCE_PRECISION_HINT"))
     assert encoder.compiled.get_property("INFERENCE_NUM_THREADS") == 1
-    texts = [*paragraphs[:20], "Short.", "x " * 400]
-    vectors = embedder.embed_documents(texts)
-    reordered = embedder.embed_documents([*reversed(texts)])
-    reference = fp32.embed_documents(texts)
-    for text, vector, again, exact in zip(
-        texts, vectors, reversed(reordered), reference, strict=True
-    ):
-        assert abs(np.linalg.norm(vector) - 1.0) < 1e-5
-        assert _cos(vector, again) > 0.99999, text
-        assert _cos(vector, exact) > 0.99999, text
+    _assert_torchs_fp32_vectors_in_input_order(embedder, fp32, paragraphs)
     asked = embedder._questions()
     assert isinstance(asked, OnnxQueryEncoder) and asked.kept_sentences is not None
 
