@@ -255,8 +255,9 @@ class OnnxQueryEncoder(QueryEncoder):
 
 class OpenVinoQueryEncoder(QueryEncoder):
     """The graph on OpenVINO's CPU plugin: bf16 matrix products where the CPU has
-    them natively, or fp32 (on an AVX2-only AMD EPYC ~1.2x ONNX Runtime's and
-    torch's fp32 texts/s on one thread, the same vectors to cosine 0.99999).
+    them natively, or fp32 (on one thread 1.14x ONNX Runtime's fp32 texts/s on an
+    AVX2-only AMD EPYC, 1.4x torch's on an AMX Xeon; torch's fp32 vectors to
+    cosine 0.99999).
 
     One infer request per thread: a compiled model's requests are not safe to
     share between the threads of a threaded web server.

@@ -12,18 +12,18 @@ chosen:
 
 1. bf16 on OpenVINO (only where the CPU has native bf16),
 2. fp32 on ONNX Runtime (the model's export),
-3. fp32 on OpenVINO (the same export; on an AVX2-only AMD EPYC 1.2x the others'
-   texts/s on one thread, so it is chosen there; after ONNX Runtime because only
-   ONNX Runtime's vectors are bit-exact across batches, which lets questions
-   reuse sentence vectors, ``retrieval/sentence_vectors.py``),
+3. fp32 on OpenVINO (the same export; on one thread 1.14x ONNX Runtime's fp32
+   texts/s on an AVX2-only AMD EPYC, 1.4x torch's on an AMX Xeon; after ONNX
+   Runtime because only ONNX Runtime's vectors are bit-exact across batches,
+   which lets answers reuse sentence vectors, ``retrieval/sentence_vectors.py``),
 4. fp32 on torch.
 
 All four pass the same quality gate against torch fp32 (``bench/embed_speed.py``),
 and a question always runs through the export in the chosen precision. The
 choice is written to ``PROVENANCE_MODEL_CACHE`` (``runtime-choice-<key>.json``,
 with the figures), keyed by the CPU's model and flags, the core count, the
-runtimes' versions and the candidates, so one process measures (the others wait on a file lock)
-and later starts read it. Deleting the file measures again.
+runtimes' versions and the candidates, so one process measures (the others wait
+on a file lock) and later starts read it. Deleting the file measures again.
 """
 
 from __future__ import annotations
