@@ -422,11 +422,10 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
     # (retrieval/runtime_choice.py); bf16 only where the CPU has it natively (measuring
     # an emulated bf16 would only repeat the fp32 rows)
     choice = MiniLmEmbedder(precision="auto", threads=1).choice if requested == "auto" else None
-    if choice is not None:
-        fast = {"torch": REFERENCE, "openvino": f"{choice.precision}-openvino"}.get(
-            choice.runtime, choice.precision
+    if choice is not None:  # the variant that runs the chosen path
+        fast = {"fp32 torch": REFERENCE, "fp32 openvino": FP32_OPENVINO}.get(
+            choice.path.name, choice.precision
         )
-        fast = "bf16" if fast == "bf16-openvino" else fast  # bf16 runs on OpenVINO anyway
     else:
         fast = "fp32" if requested == "bf16" and not native else requested
     started = time.perf_counter()

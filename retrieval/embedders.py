@@ -197,6 +197,8 @@ class MiniLmEmbedder:
             self.choice = self._measured_choice()
             self.precision = self.choice.precision
             self.runtime = self.choice.runtime
+        elif self.runtime == "auto":  # the export's runtime for the precision asked
+            self.runtime = "openvino" if self.precision == "bf16" else "onnxruntime"
         if self.precision == "bf16":
             self.model.to(torch.bfloat16)
         self.model.eval()
@@ -309,12 +311,9 @@ class MiniLmEmbedder:
                 runtime=self.runtime,
             )
         except Exception:
-            runtime = {"openvino": "OpenVINO", "onnxruntime": "ONNX Runtime"}.get(self.runtime)
-            if runtime is None:  # auto
-                runtime = "OpenVINO" if self.precision == "bf16" else "ONNX Runtime"
             logger.warning(
                 "documents: %s %s unavailable: torch %s",
-                runtime,
+                {"openvino": "OpenVINO", "onnxruntime": "ONNX Runtime"}[self.runtime],
                 self.precision,
                 self.precision,
                 exc_info=True,

@@ -328,25 +328,17 @@ def query_encoder(model_dir: Path, tokenizer: Any, precision: str = "fp32") -> Q
 
 
 def document_encoder(
-    model_dir: Path,
-    tokenizer: Any,
-    *,
-    threads: int,
-    precision: str = "bf16",
-    runtime: str = "auto",
+    model_dir: Path, tokenizer: Any, *, threads: int, precision: str, runtime: str
 ) -> QueryEncoder:
-    """The export for batches of documents: in bf16 on OpenVINO (more chunks/s than
-    torch's bf16, vectors within cosine 0.9999 of torch's fp32), in fp32 on ONNX
-    Runtime or OpenVINO (CPUs without native bf16: the same vectors as torch's fp32
-    to cosine 0.99999; bench/results/ has the figures per host). ``runtime``
-    ``auto``: OpenVINO for bf16, ONNX Runtime for fp32. Raises when the runtime
-    cannot serve here; the caller keeps torch then."""
-    if runtime == "auto":
-        runtime = "openvino" if precision == "bf16" else "onnxruntime"
-    if runtime == "onnxruntime" and precision != "fp32":
-        raise ValueError(f"ONNX Runtime runs the export in fp32 only, not {precision}")
-    if runtime not in ("openvino", "onnxruntime"):
-        raise ValueError(f"no exported-graph runtime {runtime!r}")
+    """The export for batches of documents: on OpenVINO in bf16 (more chunks/s than
+    torch's bf16, vectors within cosine 0.9999 of torch's fp32) or fp32, on ONNX
+    Runtime in fp32 (CPUs without native bf16: the same vectors as torch's fp32 to
+    cosine 0.99999; bench/results/ has the figures per host). Raises when the
+    runtime cannot serve here; the caller keeps torch then."""
+    if runtime not in ("openvino", "onnxruntime") or (
+        runtime == "onnxruntime" and precision != "fp32"
+    ):
+        raise ValueError(f"the export does not run in {precision} on {runtime}")
     target = _exported(model_dir, tokenizer)
     if runtime == "openvino":
         return OpenVinoQueryEncoder(target, tokenizer, threads=threads, precision=precision)
