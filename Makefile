@@ -29,7 +29,7 @@ services:
 
 test: install services
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -62,6 +62,25 @@ def _search_threads_closed(django_db_setup: None) -> Iterator[None]:
     search_threads_close()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a ``long`` test first, then the others by their number of tests.
+
+    ``make test`` hands whole files to its processes in this order
+    (``--dist loadfile --no-loadscope-reorder``). xdist's own order (most tests
+    first) left the suite's longest test, one question set of minutes, for last,
+    with the other process idle beside it; started first, it runs beside the rest.
+    The order within a file is kept. Every process sorts the same collection the
+    same way, as xdist requires."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def cost(tests: list[pytest.Item]) -> tuple[bool, int]:
+        return (not any(t.get_closest_marker("long") for t in tests), -len(tests))
+
+    items[:] = [item for tests in sorted(files.values(), key=cost) for item in tests]
+
+
 WORKER_LOG_LINES = 60
 _BEAT_TASKS = ("resume_stalled_ingestions", "resume_stalled_runs")  # every 2 s: noise here
 

@@ -16,7 +16,7 @@ from evaluation.scoring import text_holds
 from tests.citations.conftest import Library
 from tests.support import squad
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.long]
 
 TARGET = 0.90
 

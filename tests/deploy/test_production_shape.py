@@ -173,8 +173,10 @@ def test_connections_stay_bounded_over_1000_requests_as_a_role_that_owns_nothing
             samples.append(_web_connections())
     assert len(codes) == REQUESTS
     assert {c for c in codes if c >= 300} == set(), sorted(set(codes))
+    # a thread opens its connection on its first request, which may come late in
+    # the run (gunicorn's pool picks the thread), so the count may still rise by a
+    # few; a leak grows with the requests and would pass the bound long before 1,000
     assert max(samples) <= CONNECTION_BOUND, samples
-    assert samples[-1] <= max(samples[: len(samples) // 2]), samples  # no growth
 
     # the web and the worker connected as the role, which owns nothing
     assert app_role_owned(ROLE) == 0
