@@ -26,10 +26,11 @@ def file_embed(
 ) -> bool:
     """Embed the chunks still without a vector, then publish.
 
-    A worker runs this in slices of ``slice_seconds``: when a slice is over and
-    chunks are left, the file goes to the back of its queue (:func:`_turn_pass`),
-    so the stages of every other file waiting there, a one-page upload of another
-    organization among them, run before its next slice. ``turn`` is the token a
+    A worker runs this in slices of ``slice_seconds``: when a slice is over while
+    another file waits (:func:`_slice_over`) and chunks are left, the file goes to
+    the back of its queue (:func:`_turn_pass`), so the stages of every other file
+    waiting there, a one-page upload of another organization among them, run
+    before its next slice. ``turn`` is the token a
     slice left for the next one; ``None`` starts the stage (or takes over a file
     whose worker died). Without ``slice_seconds`` the call embeds the whole file.
 
@@ -63,8 +64,10 @@ def _embed_slice(lease: Lease, markdown: DocumentMarkdown, slice_seconds: float 
     deadline = None if slice_seconds is None else time.monotonic() + slice_seconds
     while lease.held():
         if batch_embed(file_id, markdown, wait=False, sharing=sharing):
-            over = deadline is not None and time.monotonic() >= deadline
-            if over and Chunk.objects.filter(markdown=markdown, embedding__isnull=True).exists():
+            if (
+                _slice_over(file_id, deadline)
+                and Chunk.objects.filter(markdown=markdown, embedding__isnull=True).exists()
+            ):
                 return _turn_pass(lease)  # else publish now, not a turn later
             continue
         # batches other processes hold: wait for them to commit (or roll back)
@@ -94,7 +97,7 @@ def file_embed_share(
     """Help the owner of a file's embed stage; returns how many batches this embedded.
 
     Holds no lease (it never renews one) and never publishes: it only fills vectors
-    of the draft the owner is embedding, for one slice at most, and stops as soon
+    of the draft the owner is embedding, for one slice (:func:`_slice_over`), and stops as soon
     as nothing is left to take or the file is no longer being embedded (cancelled,
     deleted). ``sharing`` is how many processes the owner asked to embed the file,
     itself included.
@@ -113,9 +116,22 @@ def file_embed_share(
         if not batch_embed(file_id, markdown, wait=False, sharing=sharing):
             break
         batches += 1
-        if deadline is not None and time.monotonic() >= deadline:
+        if _slice_over(file_id, deadline):
             break
     return batches
+
+
+def _slice_over(file_id: str, deadline: float | None) -> bool:
+    """A slice ends when its time is up and another file is waiting for a worker.
+
+    With no other file in progress, passing the turn would only stop both
+    processes (owner and helper) until the file's next message comes back round
+    the queue, a second or more of idle cores per slice; so the slice goes on,
+    and a file uploaded meanwhile waits at most one batch past the slice's time,
+    as before."""
+    if deadline is None or time.monotonic() < deadline:
+        return False
+    return _others_in_progress(file_id)
 
 
 def _helpers_request(file_id: str, markdown: DocumentMarkdown, slice_seconds: float | None) -> int:

@@ -199,3 +199,60 @@ def test_a_helper_that_dies_mid_batch_leaves_its_chunks_to_the_owner(corpus: Pat
             [record.pk],
         )
         assert cursor.fetchone()[0] == Chunk.objects.filter(file=record).count()
+
+
+def _another_file_waiting() -> File:
+    """A file of another organization waiting to be converted, leased so no worker
+    takes it: the upload a slice must make way for."""
+    with transaction.atomic():
+        other = factories.upload(
+            factories.data_source(), "small.md", b"# Small\n\nOne page.\n"
+        ).file
+        File.objects.filter(pk=other.pk).update(
+            lease_expires_at=timezone.now() + timedelta(hours=1)
+        )
+    return other
+
+
+def _missing(record: File) -> int:
+    return Chunk.objects.filter(file=record, embedding__isnull=True).count()
+
+
+def test_a_slice_goes_on_while_no_other_file_waits(corpus: Path) -> None:
+    """Passing the turn with nobody behind it would only idle both processes until
+    the file's next message comes round the queue."""
+    record = _file_waiting_for_embedding(corpus)
+    assert Chunk.objects.filter(file=record).count() > 64  # more than one batch
+    _release(record)
+    with override_settings(PROVENANCE_EMBED_HELPERS=0):
+        assert ingestion.file_embed(file_id=str(record.pk), slice_seconds=0.001)
+    record.refresh_from_db()
+    assert record.status == "ready" and _missing(record) == 0
+
+
+def test_a_slice_makes_way_for_a_waiting_file_after_one_batch(corpus: Path) -> None:
+    record = _file_waiting_for_embedding(corpus)
+    total = Chunk.objects.filter(file=record).count()
+    _another_file_waiting()
+    _release(record)
+    with override_settings(PROVENANCE_EMBED_HELPERS=0):
+        assert ingestion.file_embed(file_id=str(record.pk), slice_seconds=0.001)
+    # read at once: the next turn's message is queued, and a live worker would need
+    # a whole batch of the model before it changed this count
+    assert _missing(record) == total - 64
+    record.refresh_from_db()
+    assert record.status == "embedding" and record.lease_expires_at is None  # turn passed
+
+
+def test_a_helper_goes_on_past_its_slice_only_while_no_other_file_waits(corpus: Path) -> None:
+    record = _file_waiting_for_embedding(corpus)
+    markdown_id = str(record.markdowns.get().pk)
+    total = Chunk.objects.filter(file=record).count()
+    share = {"file_id": str(record.pk), "markdown_id": markdown_id, "slice_seconds": 0.001}
+    other = _another_file_waiting()
+    assert ingestion.file_embed_share(**share) == 1
+    assert _missing(record) == total - _tail_batches(total)[0]
+
+    File.objects.filter(pk=other.pk).update(deleted_at=timezone.now())  # nobody waits now
+    assert ingestion.file_embed_share(**share) == len(_tail_batches(total)) - 1
+    assert _missing(record) == 0
