@@ -14,8 +14,8 @@ chosen:
 2. fp32 on ONNX Runtime (the model's export),
 3. fp32 on OpenVINO (the same export; on one thread 1.14x ONNX Runtime's fp32
    texts/s on an AVX2-only AMD EPYC, 1.4x torch's on an AMX Xeon; after ONNX
-   Runtime because only ONNX Runtime's vectors are bit-exact across batches,
-   which lets answers reuse sentence vectors, ``retrieval/sentence_vectors.py``),
+   Runtime because only ONNX Runtime's vectors are bit-exact across batches: a
+   chunk's vector does not depend on the chunks embedded beside it),
 4. fp32 on torch.
 
 All four pass the same quality gate against torch fp32 (``bench/embed_speed.py``),

@@ -7,11 +7,12 @@ sentences again, so their vectors are kept, the least recently used dropped
 past ``SENTENCE_VECTORS_KEPT`` (about 1.5 KB each).
 
 A kept vector must be the one a fresh run would give, or an answer would depend
-on which questions came before it. So vectors are kept only for an encoder that
-gives a text the same bits in any batch (``QueryEncoder.batch_exact``: ONNX
-Runtime fp32, tested in ``tests/retrieval/test_sentence_vectors.py``); OpenVINO's
-bf16 products differ in the last bits with the batch's width, and there every
-call embeds its sentences afresh.
+on which questions came before it. ONNX Runtime fp32 gives a text the same bits in
+any batch (``QueryEncoder.batch_exact``), so new sentences are embedded in runs;
+OpenVINO's products (bf16 and fp32) differ in the last bits with the run's shape,
+so there each new sentence is embedded alone, in a run of its own padded width,
+which gives it the same bits every time (``QueryEncoder.encode_sentences``; both
+tested in ``tests/retrieval/test_sentence_vectors.py``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from retrieval.embedders import MiniLmEmbedder
-from retrieval.onnx_query import OnnxQueryEncoder, OpenVinoQueryEncoder, QueryEncoder
+from retrieval.onnx_query import (
+    SENTENCE_PAD,
+    OnnxQueryEncoder,
+    OpenVinoQueryEncoder,
+    QueryEncoder,
+)
 from retrieval.sentence_vectors import SentenceVectors
 from tests.support.corpus import CORPUS
 
@@ -100,15 +105,39 @@ def test_the_embedders_sentences_come_from_the_kept_vectors_in_fp32(
     assert np.array_equal(np.asarray(first, dtype=np.float32), encoder.encode_many(sentences[:30]))
 
 
-def test_bf16_on_openvino_keeps_nothing() -> None:
-    """OpenVINO's bf16 vectors change in the last bits with the batch's width, so
-    a kept one could differ from a fresh one: nothing is kept there."""
-    assert not OpenVinoQueryEncoder.batch_exact
-    embedder = MiniLmEmbedder(batch_size=16)
-    encoder = embedder._questions()
-    if isinstance(encoder, OpenVinoQueryEncoder):  # a CPU with native bf16
-        assert encoder.kept_sentences is None
-        embedder.embed_sentences(["One sentence.", "Another one."])
-        assert encoder.kept_sentences is None
-    else:
-        assert isinstance(encoder, OnnxQueryEncoder) and encoder.kept_sentences is not None
+def _openvino_encoders() -> list[QueryEncoder]:
+    """OpenVINO in fp32 (any CPU) and, where the CPU has native bf16, in bf16: the
+    embedder's own bf16 question encoder."""
+    fp32 = MiniLmEmbedder(batch_size=16, precision="fp32")._questions()
+    encoders: list[QueryEncoder] = [
+        OpenVinoQueryEncoder(fp32.onnx_file, fp32.tokenizer, threads=2, precision="fp32")
+    ]
+    native = MiniLmEmbedder(batch_size=16)._questions()
+    if isinstance(native, OpenVinoQueryEncoder):
+        assert native.precision == "bf16"
+        encoders.append(native)
+    return encoders
+
+
+def test_openvino_keeps_sentences_each_embedded_alone_with_the_bits_of_a_fresh_call(
+    sentences: list[str],
+) -> None:
+    """OpenVINO's vectors change in the last bits with a run's shape, so its new
+    sentences run one per call: a kept vector is then the one a fresh call gives,
+    whatever ran before it."""
+    for encoder in _openvino_encoders():
+        assert not encoder.batch_exact
+        first = encoder.encode_sentences(sentences[:30])
+        assert len(encoder.kept_sentences) >= 30
+        encoder.encode_many(sentences[30:90])  # other shapes and batches run between
+        fresh = OpenVinoQueryEncoder(
+            encoder.onnx_file, encoder.tokenizer, threads=2, precision=encoder.precision
+        )
+        again = fresh.encode_sentences(list(reversed(sentences[:30])))[::-1]
+        assert np.array_equal(again, first), encoder.precision
+        assert np.array_equal(encoder.encode_sentences(sentences[10:30]), first[10:30])
+        for n in range(0, 30, 7):
+            alone = encoder.encode_many([sentences[n]], pad_to_multiple=SENTENCE_PAD)[0]
+            assert np.array_equal(alone, first[n]), sentences[n]
+        batched = encoder.encode_many(sentences[:30])
+        assert float(np.min((batched * first).sum(axis=1))) > 0.9999, encoder.precision
