@@ -30,9 +30,9 @@ def file_embed(
     another file waits (:func:`_slice_over`) and chunks are left, the file goes to
     the back of its queue (:func:`_turn_pass`), so the stages of every other file
     waiting there, a one-page upload of another organization among them, run
-    before its next slice. ``turn`` is the token a
-    slice left for the next one; ``None`` starts the stage (or takes over a file
-    whose worker died). Without ``slice_seconds`` the call embeds the whole file.
+    before its next slice. ``turn`` is the token a slice left for the next one;
+    ``None`` starts the stage (or takes over a file whose worker died). Without
+    ``slice_seconds`` the call embeds the whole file.
 
     The stage's owner (it holds the lease) asks idle worker processes to share
     its slice (:func:`file_embed_share`): everyone takes batches with ``FOR UPDATE
