@@ -248,11 +248,16 @@ def test_a_helper_goes_on_past_its_slice_only_while_no_other_file_waits(corpus: 
     record = _file_waiting_for_embedding(corpus)
     markdown_id = str(record.markdowns.get().pk)
     total = Chunk.objects.filter(file=record).count()
-    share = {"file_id": str(record.pk), "markdown_id": markdown_id, "slice_seconds": 0.001}
+
+    def share() -> int:
+        return ingestion.file_embed_share(
+            file_id=str(record.pk), markdown_id=markdown_id, slice_seconds=0.001
+        )
+
     other = _another_file_waiting()
-    assert ingestion.file_embed_share(**share) == 1
+    assert share() == 1
     assert _missing(record) == total - _tail_batches(total)[0]
 
     File.objects.filter(pk=other.pk).update(deleted_at=timezone.now())  # nobody waits now
-    assert ingestion.file_embed_share(**share) == len(_tail_batches(total)) - 1
+    assert share() == len(_tail_batches(total)) - 1
     assert _missing(record) == 0
