@@ -27,15 +27,9 @@ run: install
 services:
 	./scripts/ensure_services.sh
 
-# mypy checks types beside the suite's first minute (it needs one core for about a
-# minute, while the suite is still starting); its report follows the suite's, and
-# either failing fails the target
 test: install services
-	@echo "mypy (report after the suite) and pytest"; \
-	$(VENV)/bin/mypy > var/mypy.log 2>&1 & types=$$!; \
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder; suite=$$?; \
-	wait $$types; typed=$$?; echo "mypy:"; cat var/mypy.log; \
-	test $$suite -eq 0 && test $$typed -eq 0
+	$(VENV)/bin/mypy
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 lint: install
 	$(VENV)/bin/ruff check .
