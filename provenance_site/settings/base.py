@@ -5,6 +5,7 @@ See docs/configuration.md for every variable.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -158,8 +159,14 @@ PROVENANCE_EMBED_BATCH_SIZE = env_int("PROVENANCE_EMBED_BATCH_SIZE", 64, minimum
 # other worker processes asked to share one file's embedding (cores - 1 on one machine)
 PROVENANCE_EMBED_HELPERS = env_int("PROVENANCE_EMBED_HELPERS", 1, minimum=0)
 # threads per process that find full-text candidates on their own connection while the
-# question is embedded (retrieval/search.py); 0 runs every statement on the caller's
-PROVENANCE_SEARCH_THREADS = env_int("PROVENANCE_SEARCH_THREADS", 2, minimum=0)
+# question is embedded (retrieval/search.py); 0 runs every statement on the caller's.
+# By default 2 only where a core is left beside the question's encoder: on 2 cores the
+# thread competed with it (ask p50 112 ms with it, 93 without; docs/retrieval.md)
+PROVENANCE_SEARCH_THREADS = env_int(
+    "PROVENANCE_SEARCH_THREADS",
+    2 if len(os.sched_getaffinity(0)) > env_int("PROVENANCE_QUERY_THREADS", 2, minimum=1) else 0,
+    minimum=0,
+)
 PROVENANCE_CONVERT_TIMEOUT_SECONDS = env_int("PROVENANCE_CONVERT_TIMEOUT_SECONDS", 300, minimum=1)
 PROVENANCE_CONVERT_MEMORY_MB = env_int("PROVENANCE_CONVERT_MEMORY_MB", 2048, minimum=64)
 # a stage's lease on its file, renewed every third of it by a heartbeat of the process

@@ -60,6 +60,7 @@ def test_search_threads_give_the_results_of_the_caller_connection(
     (``PROVENANCE_SEARCH_THREADS=0``) every statement runs on the caller's
     connection. Same hits, same order, same scores, for every question."""
     embedder = default_embedder()
+    settings.PROVENANCE_SEARCH_THREADS = 2  # the default is 0 on a host of 2 cores
     with django_db_blocker.unblock():
         search.search_threads_close()
         vectors = {q: embedder.embed_query(q) for q in QUESTIONS}
@@ -104,12 +105,15 @@ def test_search_threads_give_the_results_of_the_caller_connection(
 
 
 def test_a_failing_lexical_side_raises_in_the_caller_and_the_thread_recovers(
-    library: Library, django_db_blocker: DjangoDbBlocker
+    library: Library, django_db_blocker: DjangoDbBlocker, settings: Settings
 ) -> None:
     question = QUESTIONS[0]
     vector = default_embedder().embed_query(question)
+    settings.PROVENANCE_SEARCH_THREADS = 2
     with django_db_blocker.unblock():
+        search.search_threads_close()
         expected = _search(library, question, vector)
+        assert search._pool_connections, "the lexical side did not run on a search thread"
         with pytest.raises(psycopg.errors.UndefinedObject, match="no_such_analyzer"):
             _search(library, question, vector, analyzer="no_such_analyzer")
         assert not connection.in_atomic_block

@@ -11,10 +11,12 @@ import pytest
 
 from retrieval.embedders import MiniLmEmbedder
 from retrieval.onnx_query import (
+    RUN_START_TOKENS,
     SENTENCE_PAD,
     OnnxQueryEncoder,
     OpenVinoQueryEncoder,
     QueryEncoder,
+    length_runs,
 )
 from retrieval.sentence_vectors import SentenceVectors
 from tests.support.corpus import CORPUS
@@ -56,6 +58,70 @@ def test_onnx_runtime_gives_a_text_the_same_bits_in_any_batch(
     assert np.array_equal(mixed[np.argsort(shuffled)], in_order)
     for n in range(0, len(sentences), 10):
         assert np.array_equal(fp32_encoder.encode(sentences[n]), in_order[n]), sentences[n]
+
+
+def _run_cost(lengths: list[int], runs: list[list[int]]) -> int:
+    return sum(RUN_START_TOKENS + len(run) * max(lengths[i] for i in run) for run in runs)
+
+
+def test_texts_of_unlike_lengths_are_cut_into_runs_of_similar_length() -> None:
+    """Ten short sentences and a long one are two runs, not one padded to the long
+    one; chunks of one length fill runs of the most allowed; and on any lengths the
+    cut costs no more padded tokens than runs of the most allowed in length order."""
+    assert length_runs([15] * 10 + [90], 16) == [list(range(10)), [10]]
+    assert [len(run) for run in length_runs([200] * 64, 16)] == [16, 16, 16, 16]
+    assert length_runs([], 16) == []
+    assert length_runs([30, 20, 10], 1) == [[2], [1], [0]]
+    rng = random.Random(3)
+    cheaper = 0
+    for _ in range(200):
+        lengths = [rng.choice((rng.randint(8, 40), rng.randint(8, 250))) for _ in range(25)]
+        runs = length_runs(lengths, 16)
+        assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+        assert all(1 <= len(run) <= 16 for run in runs)
+        ordered = [i for run in runs for i in run]
+        assert [lengths[i] for i in ordered] == sorted(lengths)
+        in_order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        fixed = [in_order[n : n + 16] for n in range(0, len(in_order), 16)]
+        assert _run_cost(lengths, runs) <= _run_cost(lengths, fixed)
+        cheaper += _run_cost(lengths, runs) < _run_cost(lengths, fixed)
+    assert cheaper > 150
+    padded = length_runs([17, 31, 33, 47], 16, pad_to_multiple=16)  # widths 32, 32, 48, 48
+    assert padded == [[0, 1], [2, 3]]
+
+
+class _Recording(OnnxQueryEncoder):
+    """ONNX Runtime fp32 that notes each run's shape."""
+
+    def __init__(self, encoder: OnnxQueryEncoder) -> None:
+        self.tokenizer, self.onnx_file, self.session = (
+            encoder.tokenizer,
+            encoder.onnx_file,
+            encoder.session,
+        )
+        self.shapes: list[tuple[int, int]] = []
+
+    def _token_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        self.shapes.append(input_ids.shape)
+        return super()._token_states(input_ids, attention_mask)
+
+
+def test_an_answers_candidates_run_with_little_padding_and_their_own_vectors(
+    fp32_encoder: OnnxQueryEncoder, sentences: list[str]
+) -> None:
+    """Short sentences with one long one among them: the runs' tokens stay near
+    the texts' own (one run padded to the longest had 2-3 times them), and each
+    vector is the one the text gets alone."""
+    recording = _Recording(fp32_encoder)
+    longest = max(sentences, key=len)
+    candidates = sorted(sentences, key=len)[:12] + [longest]
+    vectors = recording.encode_many(candidates)
+    tokens = [len(ids) for ids in fp32_encoder.tokenizer(candidates)["input_ids"]]
+    padded = sum(rows * width for rows, width in recording.shapes)
+    assert len(recording.shapes) >= 2
+    assert padded <= 1.25 * sum(tokens) < len(candidates) * max(tokens)
+    for text, vector in zip(candidates, vectors, strict=True):
+        assert np.array_equal(fp32_encoder.encode(text), vector), text
 
 
 def test_kept_vectors_are_reused_and_equal_fresh_ones(
