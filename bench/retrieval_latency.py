@@ -1081,10 +1081,11 @@ def _measure_search(
         return pending(question).finish(vector)
 
     say(f"hybrid search x {len(questions)}, search threads on and off (after a warm-up pass)")
-    threads = django_settings.PROVENANCE_SEARCH_THREADS
+    threads = django_settings.PROVENANCE_SEARCH_THREADS  # the product's default here
+    other = 0 if threads else 2  # and the other way, to compare
     for question, vector in zip(questions, vectors, strict=True):
         search(question, vector)
-    samples, in_turn, lexical_ms, hits, lexical_found = [], [], [], [], []
+    samples, other_ms, lexical_ms, hits, lexical_found = [], [], [], [], []
     try:
         for question, vector in zip(questions, vectors, strict=True):
             django_settings.PROVENANCE_SEARCH_THREADS = threads
@@ -1092,10 +1093,10 @@ def _measure_search(
             found = search(question, vector)
             samples.append((time.perf_counter() - t0) * 1000)
             hits.append(len(found))
-            django_settings.PROVENANCE_SEARCH_THREADS = 0  # every statement in turn
+            django_settings.PROVENANCE_SEARCH_THREADS = other
             t0 = time.perf_counter()
             search(question, vector)
-            in_turn.append((time.perf_counter() - t0) * 1000)
+            other_ms.append((time.perf_counter() - t0) * 1000)
             params = hybrid_params(organization.pk, source_ids, question, vector)
             t0 = time.perf_counter()
             found = search_module.lexical_rows(params)
@@ -1103,7 +1104,8 @@ def _measure_search(
             lexical_found.append({row[0] for row in found})
     finally:
         django_settings.PROVENANCE_SEARCH_THREADS = threads
-    out["hybrid_sql_in_turn"] = percentiles(in_turn)
+    out["hybrid_sql_other"] = percentiles(other_ms)
+    out["hybrid_sql_other"]["search_threads"] = other
     out["lexical_statement"] = percentiles(lexical_ms)
     subset = reference_subset(len(questions), sizes.reference_queries)
     out["reference_queries"] = len(subset)
@@ -1129,8 +1131,9 @@ def _measure_search(
         kinds, samples, lambda v: round(float(np.percentile(v, 95)), 2)
     )
     out["hybrid_sql"]["note"] = (
-        "wall time of HybridSearch(...).finish() with a precomputed vector: full-text "
-        "candidates on a search thread while HNSW runs on the caller's connection, then fusion"
+        "wall time of HybridSearch(...).finish() with a precomputed vector, with this host's "
+        "default PROVENANCE_SEARCH_THREADS: full-text candidates on a search thread while HNSW "
+        "runs on the caller's connection, then fusion; or (0) every statement in turn"
     )
 
     say(f"HNSW vs exact top-10 ({len(subset)} questions)")
@@ -1167,14 +1170,15 @@ def _measure_search(
 
     say(f"whole retrieval call (embed_query while the full-text side runs) x {len(questions)}")
     samples, embed_ms = _retrieval_calls(pending, embedder, questions)
-    try:  # the same with no search thread: full-text side, then embedding, then the rest
-        django_settings.PROVENANCE_SEARCH_THREADS = 0
-        in_turn, _ = _retrieval_calls(pending, embedder, questions)
+    try:  # the same the other way (search threads on or off)
+        django_settings.PROVENANCE_SEARCH_THREADS = other
+        other_ms, _ = _retrieval_calls(pending, embedder, questions)
     finally:
         django_settings.PROVENANCE_SEARCH_THREADS = threads
-    out["retrieval_call_in_turn"] = percentiles(in_turn)
-    out["retrieval_call_in_turn"]["note"] = "PROVENANCE_SEARCH_THREADS=0: every statement in turn"
+    out["retrieval_call_other"] = percentiles(other_ms)
+    out["retrieval_call_other"]["search_threads"] = other
     out["retrieval_call"] = percentiles(samples)
+    out["retrieval_call"]["search_threads"] = threads
     out["query_embedding"] = percentiles(embed_ms)
     for key, values in (("retrieval_call", samples), ("query_embedding", embed_ms)):
         out[key]["p50_ms_by_kind"] = _by_kind(
@@ -1382,7 +1386,16 @@ def _measure_endpoints(
 # --- latest.md -----------------------------------------------------------------------
 
 
+def _threads(figures: dict[str, Any]) -> str:
+    """How a row's searches ran: ``PROVENANCE_SEARCH_THREADS`` (older results: 2)."""
+    threads = figures.get("search_threads", 2)
+    return f"{threads} search threads" if threads else "no search thread (every statement in turn)"
+
+
 def to_markdown(result: dict[str, Any]) -> str:
+    for key in ("hybrid_sql", "retrieval_call"):  # results before the rows were named so
+        if f"{key}_in_turn" in result:
+            result[f"{key}_other"] = {**result.pop(f"{key}_in_turn"), "search_threads": 0}
     met, targets = result.get("targets_met", {}), result.get("targets", TARGETS)
 
     def mark(name: str) -> str:
@@ -1397,13 +1410,13 @@ def to_markdown(result: dict[str, Any]) -> str:
         return f"{what} {sign} {targets[name]:g}{unit}: {mark(name)}"
 
     rows = [
-        ("hybrid search SQL (precomputed vector)", result["hybrid_sql"],
-         target("hybrid_sql_p95_ms")),
+        (f"hybrid search SQL (precomputed vector), {_threads(result['hybrid_sql'])}",
+         result["hybrid_sql"], target("hybrid_sql_p95_ms")),
         *(
-            [("hybrid search SQL, every statement in turn (no search thread)",
-              result["hybrid_sql_in_turn"], ""),
+            [(f"hybrid search SQL, {_threads(result['hybrid_sql_other'])}",
+              result["hybrid_sql_other"], ""),
              ("full-text candidates statement alone", result["lexical_statement"], "")]
-            if "hybrid_sql_in_turn" in result
+            if "hybrid_sql_other" in result
             else []
         ),
         *(
@@ -1420,12 +1433,12 @@ def to_markdown(result: dict[str, Any]) -> str:
             result["query_embedding"],
             "",
         ),
-        ("retrieval call (embed + hybrid)", result["retrieval_call"],
-         target("retrieval_call_p95_ms")),
+        (f"retrieval call (embed + hybrid), {_threads(result['retrieval_call'])}",
+         result["retrieval_call"], target("retrieval_call_p95_ms")),
         *(
-            [("retrieval call, no search thread (PROVENANCE_SEARCH_THREADS=0)",
-              result["retrieval_call_in_turn"], "")]
-            if "retrieval_call_in_turn" in result
+            [(f"retrieval call, {_threads(result['retrieval_call_other'])}",
+              result["retrieval_call_other"], "")]
+            if "retrieval_call_other" in result
             else []
         ),
         ("get-quoted-sources (in-process client)", result["get_quoted_sources"],
