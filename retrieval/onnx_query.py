@@ -324,7 +324,7 @@ def length_runs(lengths: Sequence[int], most: int, pad_to_multiple: int = 1) -> 
     of 11 x 90 tokens; 64 chunks of about 200 tokens make runs of ``most``."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     width = [_padded(lengths[i], pad_to_multiple) for i in order]
-    cost = [0] + [0] * len(order)  # cost[j]: the best cut of the j shortest
+    cost = [0] * (len(order) + 1)  # cost[j]: the best cut of the j shortest
     start = [0] * (len(order) + 1)  # where the last run of that cut starts
     for end in range(1, len(order) + 1):
         cost[end], start[end] = min(
@@ -344,14 +344,10 @@ def _padded(length: int, multiple: int) -> int:
 
 
 def threads_from_env() -> int:
-    """``PROVENANCE_QUERY_THREADS`` (default 2): the query encoder's threads for one question.
+    """The query encoder's threads for one question (``provenance_site.env.query_threads``)."""
+    from provenance_site.env import query_threads
 
-    Two threads embed a question faster than one in either runtime (bf16 on
-    OpenVINO, fp32 on ONNX Runtime), and were no slower with both cores busy.
-    """
-    from provenance_site.env import env_int
-
-    return env_int("PROVENANCE_QUERY_THREADS", 2, minimum=1)
+    return query_threads()
 
 
 def query_encoder(model_dir: Path, tokenizer: Any, precision: str = "fp32") -> QueryEncoder:

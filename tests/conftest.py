@@ -63,22 +63,35 @@ def _search_threads_closed(django_db_setup: None) -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding a ``long`` test first, then the others by their number of tests.
+    """Each package's files together, the package holding a ``long`` test first,
+    then the others by their number of tests; in a package, the file with the
+    ``long`` test first, then the others by their number of tests.
 
     ``make test`` hands whole files to its processes in this order
-    (``--dist loadfile --no-loadscope-reorder``). xdist's own order (most tests
-    first) left the suite's longest test, one question set of minutes, for last,
-    with the other process idle beside it; started first, it runs beside the rest.
-    The order within a file is kept. Every process sorts the same collection the
-    same way, as xdist requires."""
-    files: dict[str, list[pytest.Item]] = {}
+    (``--dist loadfile --no-loadscope-reorder``). A package's files together:
+    a package-scoped fixture (the ingested library of ``tests/citations``) is
+    torn down whenever a process runs a file of another package, and built
+    again, ~16 s each time, when it comes back. The ``long`` test first: left
+    for last (xdist's own order, most tests first), the suite's longest test ran
+    with the other process idle beside it. The order within a file is kept.
+    Every process sorts the same collection the same way, as xdist requires."""
+    packages: dict[str, dict[str, list[pytest.Item]]] = {}
     for item in items:
-        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+        path = item.nodeid.split("::", 1)[0]
+        packages.setdefault(path.rpartition("/")[0], {}).setdefault(path, []).append(item)
 
     def cost(tests: list[pytest.Item]) -> tuple[bool, int]:
         return (not any(t.get_closest_marker("long") for t in tests), -len(tests))
 
-    items[:] = [item for tests in sorted(files.values(), key=cost) for item in tests]
+    def package_cost(files: dict[str, list[pytest.Item]]) -> tuple[bool, int]:
+        return cost([item for tests in files.values() for item in tests])
+
+    items[:] = [
+        item
+        for files in sorted(packages.values(), key=package_cost)
+        for tests in sorted(files.values(), key=cost)
+        for item in tests
+    ]
 
 
 WORKER_LOG_LINES = 60
