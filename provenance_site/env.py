@@ -51,6 +51,13 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def query_threads() -> int:
     """``PROVENANCE_QUERY_THREADS`` (default 2): the query encoder's threads for one question.
 

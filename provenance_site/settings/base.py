@@ -5,13 +5,20 @@ See docs/configuration.md for every variable.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dj_database_url
 from kombu import Queue
 
-from provenance_site.env import env_bool, env_int, env_list, env_rate, env_str, query_threads
+from provenance_site.env import (
+    env_bool,
+    env_int,
+    env_list,
+    env_rate,
+    env_str,
+    query_threads,
+    usable_cores,
+)
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(env_str("PROVENANCE_VAR_DIR", str(BASE_DIR / "var")))
@@ -164,7 +171,7 @@ PROVENANCE_EMBED_HELPERS = env_int("PROVENANCE_EMBED_HELPERS", 1, minimum=0)
 # thread competed with it (ask p50 112 ms with it, 93 without; docs/retrieval.md)
 PROVENANCE_SEARCH_THREADS = env_int(
     "PROVENANCE_SEARCH_THREADS",
-    2 if len(os.sched_getaffinity(0)) > query_threads() else 0,
+    2 if usable_cores() > query_threads() else 0,
     minimum=0,
 )
 PROVENANCE_CONVERT_TIMEOUT_SECONDS = env_int("PROVENANCE_CONVERT_TIMEOUT_SECONDS", 300, minimum=1)
