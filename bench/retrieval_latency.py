@@ -1386,13 +1386,14 @@ def _measure_endpoints(
 # --- latest.md -----------------------------------------------------------------------
 
 
-def _threads(figures: dict[str, Any]) -> str:
+def _threads_label(figures: dict[str, Any]) -> str:
     """How a row's searches ran: ``PROVENANCE_SEARCH_THREADS`` (older results: 2)."""
     threads = figures.get("search_threads", 2)
     return f"{threads} search threads" if threads else "no search thread (every statement in turn)"
 
 
 def to_markdown(result: dict[str, Any]) -> str:
+    result = dict(result)  # the caller's figures stay as they are
     for key in ("hybrid_sql", "retrieval_call"):  # results before the rows were named so
         if f"{key}_in_turn" in result:
             result[f"{key}_other"] = {**result.pop(f"{key}_in_turn"), "search_threads": 0}
@@ -1410,10 +1411,10 @@ def to_markdown(result: dict[str, Any]) -> str:
         return f"{what} {sign} {targets[name]:g}{unit}: {mark(name)}"
 
     rows = [
-        (f"hybrid search SQL (precomputed vector), {_threads(result['hybrid_sql'])}",
+        (f"hybrid search SQL (precomputed vector), {_threads_label(result['hybrid_sql'])}",
          result["hybrid_sql"], target("hybrid_sql_p95_ms")),
         *(
-            [(f"hybrid search SQL, {_threads(result['hybrid_sql_other'])}",
+            [(f"hybrid search SQL, {_threads_label(result['hybrid_sql_other'])}",
               result["hybrid_sql_other"], ""),
              ("full-text candidates statement alone", result["lexical_statement"], "")]
             if "hybrid_sql_other" in result
@@ -1433,10 +1434,10 @@ def to_markdown(result: dict[str, Any]) -> str:
             result["query_embedding"],
             "",
         ),
-        (f"retrieval call (embed + hybrid), {_threads(result['retrieval_call'])}",
+        (f"retrieval call (embed + hybrid), {_threads_label(result['retrieval_call'])}",
          result["retrieval_call"], target("retrieval_call_p95_ms")),
         *(
-            [(f"retrieval call, {_threads(result['retrieval_call_other'])}",
+            [(f"retrieval call, {_threads_label(result['retrieval_call_other'])}",
               result["retrieval_call_other"], "")]
             if "retrieval_call_other" in result
             else []

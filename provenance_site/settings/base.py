@@ -168,7 +168,7 @@ PROVENANCE_EMBED_HELPERS = env_int("PROVENANCE_EMBED_HELPERS", 1, minimum=0)
 # threads per process that find full-text candidates on their own connection while the
 # question is embedded (retrieval/search.py); 0 runs every statement on the caller's.
 # By default 2 only where a core is left beside the question's encoder: on 2 cores the
-# thread competed with it (ask p50 112 ms with it, 93 without; docs/retrieval.md)
+# thread competed with it (retrieval call p50 16.4 ms with it, 12.3 without; docs/retrieval.md)
 PROVENANCE_SEARCH_THREADS = env_int(
     "PROVENANCE_SEARCH_THREADS",
     2 if usable_cores() > query_threads() else 0,

@@ -3,6 +3,7 @@ bit for bit the one a fresh call gives, whatever the batch."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -88,37 +89,51 @@ def test_texts_of_unlike_lengths_are_cut_into_runs_of_similar_length() -> None:
     assert cheaper > 150
     padded = length_runs([17, 31, 33, 47], 16, pad_to_multiple=16)  # widths 32, 32, 48, 48
     assert padded == [[0, 1], [2, 3]]
+    for _ in range(100):  # the fewest of every way to cut the sorted lengths
+        lengths = [rng.randint(5, 120) for _ in range(rng.randint(1, 9))]
+        most = rng.randint(1, 5)
+        assert _run_cost(lengths, length_runs(lengths, most)) == _fewest(sorted(lengths), most)
 
 
-class _Recording(OnnxQueryEncoder):
-    """ONNX Runtime fp32 that notes each run's shape."""
-
-    def __init__(self, encoder: OnnxQueryEncoder) -> None:
-        self.tokenizer, self.onnx_file, self.session = (
-            encoder.tokenizer,
-            encoder.onnx_file,
-            encoder.session,
-        )
-        self.shapes: list[tuple[int, int]] = []
-
-    def _token_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        self.shapes.append(input_ids.shape)
-        return super()._token_states(input_ids, attention_mask)
+def _fewest(lengths: list[int], most: int) -> int:
+    """Brute force: the cheapest cut of these sorted lengths into runs of <= ``most``."""
+    best = None
+    for cuts in itertools.product((False, True), repeat=len(lengths) - 1):
+        runs, run = [], [lengths[0]]
+        for length, cut in zip(lengths[1:], cuts, strict=True):
+            if cut:
+                runs.append(run)
+                run = []
+            run.append(length)
+        runs.append(run)
+        if all(len(r) <= most for r in runs):
+            cost = sum(RUN_START_TOKENS + len(r) * max(r) for r in runs)
+            best = cost if best is None else min(best, cost)
+    assert best is not None
+    return best
 
 
 def test_an_answers_candidates_run_with_little_padding_and_their_own_vectors(
-    fp32_encoder: OnnxQueryEncoder, sentences: list[str]
+    fp32_encoder: OnnxQueryEncoder, sentences: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Short sentences with one long one among them: the runs' tokens stay near
     the texts' own (one run padded to the longest had 2-3 times them), and each
     vector is the one the text gets alone."""
-    recording = _Recording(fp32_encoder)
+    shapes: list[tuple[int, int]] = []
+    run = fp32_encoder._token_states
+
+    def recorded(input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        shapes.append(input_ids.shape)
+        return run(input_ids, attention_mask)
+
     longest = max(sentences, key=len)
     candidates = sorted(sentences, key=len)[:12] + [longest]
-    vectors = recording.encode_many(candidates)
+    with monkeypatch.context() as patched:
+        patched.setattr(fp32_encoder, "_token_states", recorded)
+        vectors = fp32_encoder.encode_many(candidates)
     tokens = [len(ids) for ids in fp32_encoder.tokenizer(candidates)["input_ids"]]
-    padded = sum(rows * width for rows, width in recording.shapes)
-    assert len(recording.shapes) >= 2
+    padded = sum(rows * width for rows, width in shapes)
+    assert len(shapes) >= 2
     assert padded <= 1.25 * sum(tokens) < len(candidates) * max(tokens)
     for text, vector in zip(candidates, vectors, strict=True):
         assert np.array_equal(fp32_encoder.encode(text), vector), text
