@@ -192,13 +192,10 @@ class QueryEncoder(ABC):
         runs; any other embeds each alone, in a run of its own padded width, which
         gives a text the same bits every time (OpenVINO: ~1.1x the batched time
         for a fresh sentence, nothing for a kept one)."""
-        if self.batch_exact:
-            return self.kept_sentences.vectors(texts, self.encode_many)
-        # one text per run, its width a multiple of SENTENCE_PAD: few shapes for a
-        # runtime that prepares each shape once
-        return self.kept_sentences.vectors(
-            texts, partial(self.encode_many, batch_size=1, pad_to_multiple=SENTENCE_PAD)
-        )
+        # alone, its width a multiple of SENTENCE_PAD: few shapes for a runtime that
+        # prepares each shape once
+        alone = partial(self.encode_many, batch_size=1, pad_to_multiple=SENTENCE_PAD)
+        return self.kept_sentences.vectors(texts, self.encode_many if self.batch_exact else alone)
 
     def encode_many(
         self, texts: Sequence[str], batch_size: int = 16, pad_to_multiple: int = 1
@@ -343,18 +340,13 @@ def _padded(length: int, multiple: int) -> int:
     return -(-length // multiple) * multiple
 
 
-def threads_from_env() -> int:
-    """The query encoder's threads for one question (``provenance_site.env.query_threads``)."""
-    from provenance_site.env import query_threads
-
-    return query_threads()
-
-
 def query_encoder(model_dir: Path, tokenizer: Any, precision: str = "fp32") -> QueryEncoder:
     """The cached export's encoder in ``precision`` (the documents'), exporting first
     when the file is missing. bf16 falls back to fp32 when OpenVINO cannot serve it."""
+    from provenance_site.env import query_threads
+
     target = _exported(model_dir, tokenizer)
-    threads = threads_from_env()
+    threads = query_threads()
     if precision == "bf16":
         try:
             return OpenVinoQueryEncoder(target, tokenizer, threads=threads)
