@@ -1,0 +1,79 @@
+"""The image's build context (``.dockerignore``): the source goes to the daemon,
+the virtualenv, the embedded database's data and uploaded files (``var/``) and
+the git history do not. Docker cannot run on every machine the suite runs on, so
+the rules are applied here as Docker applies them (a pattern that matches a
+folder leaves out all of it; ``**/`` matches any depth, the top included)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BULK = (".venv", "var", ".git")  # each of these is present in a checkout that ran the suite
+CONTEXT_LIMIT = 20 * 1024 * 1024  # the source and its docs; the virtualenv alone is GBs
+
+
+def ignore_patterns() -> list[str]:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    return [line.strip().rstrip("/") for line in lines if line.strip() and not line.startswith("#")]
+
+
+def ignored(path: str, patterns: list[str]) -> bool:
+    """Whether Docker leaves ``path`` (relative, with ``/``) out of the context: a
+    pattern matches it or one of its folders."""
+    if any(pattern.startswith("!") for pattern in patterns):
+        raise AssertionError("exceptions (!) are not used: keep the rules simple")
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+    return any(_regex(p).fullmatch(prefix) for p in patterns for prefix in prefixes)
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    """Go's filepath.Match with Docker's ``**``: ``*`` and ``?`` stay within a folder."""
+    escaped = re.escape(pattern).replace(r"\*\*/", "(?:.*/)?").replace(r"\*", "[^/]*")
+    return re.compile(escaped.replace(r"\?", "[^/]"))
+
+
+def context_files(patterns: list[str]) -> list[Path]:
+    kept = []
+    for folder, folders, files in os.walk(ROOT):
+        relative = Path(folder).relative_to(ROOT).as_posix()
+        relative = "" if relative == "." else relative + "/"
+        folders[:] = [f for f in folders if not ignored(relative + f, patterns)]
+        kept += [Path(folder) / f for f in files if not ignored(relative + f, patterns)]
+    return kept
+
+
+def test_the_rules_match_as_docker_matches() -> None:
+    patterns = ["var", "**/__pycache__", "*.egg-info", "bench/results/cache"]
+    assert ignored("var/pgdata/base/1", patterns)
+    assert ignored("__pycache__/x.pyc", patterns) and ignored("a/b/__pycache__/x.pyc", patterns)
+    assert ignored("provenance.egg-info/PKG-INFO", patterns)
+    assert ignored("bench/results/cache/x.npy", patterns)
+    assert not ignored("bench/results/latest.md", patterns)
+    assert not ignored("documents/var.py", patterns) and not ignored("a/var/x", patterns)
+
+
+def test_the_context_is_the_source_without_bulk() -> None:
+    patterns = ignore_patterns()
+    present = [name for name in BULK if (ROOT / name).exists()]
+    assert present, "a checkout that runs the suite has .venv and var"
+    for name in present:
+        assert ignored(name, patterns), f"{name} would be sent into the image"
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert tracked
+    left_out = [path for path in tracked if ignored(path, patterns)]
+    assert left_out == [], f"tracked files the image would lack: {left_out[:5]}"
+    # what the Dockerfile copies before the rest
+    for line in (ROOT / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY ") and "--from" not in line:
+            for source in line.split()[1:-1]:
+                if source != ".":
+                    assert (ROOT / source).exists() and not ignored(source, patterns), source
+    size = sum(path.stat().st_size for path in context_files(patterns) if path.is_file())
+    assert size < CONTEXT_LIMIT, f"a {size / 2**20:.0f} MiB context"
