@@ -44,6 +44,12 @@ logger = logging.getLogger(__name__)
 
 MARGIN = 1.10  # a path later in preference must be this much faster to be chosen
 TEXTS = 16  # per measured round: one forward batch of chunks
+# words per sample text: about 200 tokens, the chunker's default target
+# (PROVENANCE_CHUNK_TARGET_TOKENS), as most chunks of prose are. The gap between
+# paths depends on the length: on an AVX2-only AMD EPYC (Zen 3, one thread)
+# OpenVINO's fp32 embedded 1.03-1.06x ONNX Runtime's texts/s at 120 tokens and
+# 0.99-1.21x at 200 (five runs; the host's own noise is that wide).
+SAMPLE_WORDS = 190
 ROUNDS = 2  # after a warm-up; each path's fastest round counts
 _WORDS = (
     "the retention policy keeps invoices for seven years after the fiscal year ends and "
@@ -97,10 +103,10 @@ def choose(texts_per_s: dict[Candidate, float]) -> Candidate:
 
 
 def sample_texts(count: int = TEXTS) -> list[str]:
-    """``count`` distinct texts of about 120 tokens (a chunk's typical length)."""
+    """``count`` distinct texts of about 200 tokens (a chunk's typical length)."""
     words = _WORDS.split()
     return [
-        " ".join(words[(n * 7 + i) % len(words)] for i in range(110)) + f" ({n})"
+        " ".join(words[(n * 7 + i) % len(words)] for i in range(SAMPLE_WORDS)) + f" ({n})"
         for n in range(count)
     ]
 
@@ -148,7 +154,9 @@ def choice_file(cache: Path) -> Path:
             versions.append(f"{package} absent")
     # a new candidate measures again: a choice made without it may not be the fastest
     paths = [candidate.name for candidate in PREFERENCE]
-    key = hashlib.sha256("|".join([host_description(), *versions, *paths]).encode())
+    # so does a new sample: a choice measured on other texts may not hold on these
+    sample = f"sample {TEXTS}x{SAMPLE_WORDS} words"
+    key = hashlib.sha256("|".join([host_description(), *versions, *paths, sample]).encode())
     return cache / f"runtime-choice-{key.hexdigest()[:16]}.json"
 
 

@@ -152,3 +152,28 @@ def test_a_cache_that_cannot_be_written_still_gives_a_choice(tmp_path: Path) -> 
     blocked.write_text("")
     choice = remembered_choice(blocked, lambda: {FP32_ONNXRUNTIME: 10.0, FP32_TORCH: 30.0})
     assert choice.path == FP32_TORCH
+
+
+def test_paths_are_measured_on_texts_of_a_chunks_length() -> None:
+    """The gap between paths depends on the texts' length: the sample is as long
+    as the chunker's default target."""
+    from django.conf import settings
+
+    from retrieval.runtime_choice import sample_texts
+
+    embedder = MiniLmEmbedder(precision="fp32", runtime="onnxruntime", threads=1)
+    texts = sample_texts()
+    lengths = [len(ids) for ids in embedder.model.tokenizer(texts)["input_ids"]]
+    assert len(set(texts)) == len(texts) > 1
+    target = settings.PROVENANCE_CHUNK_TARGET_TOKENS
+    assert all(0.9 * target <= length <= 1.1 * target for length in lengths), lengths
+
+
+def test_a_new_sample_measures_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import retrieval.runtime_choice as runtime_choice
+
+    remembered_choice(tmp_path, lambda: {FP32_ONNXRUNTIME: 10.0, FP32_TORCH: 9.0})
+    older = choice_file(tmp_path)
+    monkeypatch.setattr(runtime_choice, "SAMPLE_WORDS", runtime_choice.SAMPLE_WORDS // 2)
+    assert choice_file(tmp_path) != older
+    assert remembered_choice(tmp_path, lambda: {FP32_TORCH: 10.0}).path == FP32_TORCH
