@@ -21,7 +21,7 @@ COPY . .
 RUN pip install -e . \
  && DATABASE_URL=postgres://build@localhost/build DJANGO_SECRET_KEY=build \
     DJANGO_SETTINGS_MODULE=provenance_site.settings.production \
-    PROVENANCE_AUDIT_KEY=build python manage.py collectstatic --noinput -v 0
+    PROVENANCE_AUDIT_KEY=build-only-key-not-used-at-run-time python manage.py collectstatic --noinput -v 0
 
 RUN useradd --uid 10001 --create-home provenance && mkdir -p /data && chown provenance /data
 USER provenance
