@@ -11,8 +11,8 @@ Quantises the cached fp32 export three ways with ONNX Runtime's tools:
   quantised per block (``accuracy_level`` 4).
 
 Speed: texts/s on one thread (as one worker process embeds), 64 SQuAD chunks of
-200 tokens in the worker's forward batches, the best of three rounds taken in
-turn, beside torch fp32, ONNX Runtime fp32 and OpenVINO fp32. Quality against
+200 tokens in the worker's forward batches, the best of three rounds in a row
+per path, beside torch fp32, ONNX Runtime fp32 and OpenVINO fp32. Quality against
 ONNX Runtime fp32 (the same vectors as torch fp32 to cosine 0.99999): per-text
 cosine, and the mean overlap of 50 SQuAD questions' top-10 among 1,000 pieces.
 

@@ -154,8 +154,9 @@ def choice_file(cache: Path) -> Path:
             versions.append(f"{package} absent")
     # a new candidate measures again: a choice made without it may not be the fastest
     paths = [candidate.name for candidate in PREFERENCE]
-    # so does a new sample: a choice measured on other texts may not hold on these
-    sample = f"sample {TEXTS}x{SAMPLE_WORDS} words"
+    # so does a new sample (its count, length or words): a choice measured on other
+    # texts may not hold on these
+    sample = hashlib.sha256("\0".join(sample_texts()).encode()).hexdigest()
     key = hashlib.sha256("|".join([host_description(), *versions, *paths, sample]).encode())
     return cache / f"runtime-choice-{key.hexdigest()[:16]}.json"
 
@@ -187,12 +188,14 @@ def remembered_choice(cache: Path, measure_paths: Callable[[], dict[Candidate, f
 
 
 def _measured(measure_paths: Callable[[], dict[Candidate, float]]) -> Choice:
-    rates = measure_paths()
+    # chosen on the figures the file keeps, so they explain the choice even when two
+    # paths are within rounding of the margin
+    rates = {candidate: round(rate, 1) for candidate, rate in measure_paths().items()}
     chosen = choose(rates)
     choice = Choice(
         precision=chosen.precision,
         runtime=chosen.runtime,
-        texts_per_s={c.name: round(rate, 1) for c, rate in rates.items()},
+        texts_per_s={c.name: rate for c, rate in rates.items()},
         host=host_description(),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )

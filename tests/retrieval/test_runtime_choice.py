@@ -53,14 +53,24 @@ def test_bf16_is_measured_only_where_the_cpu_has_it() -> None:
     assert BF16_OPENVINO in PREFERENCE
 
 
-def test_a_new_candidate_measures_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A choice remembered before a path existed may not be the fastest any more:
-    the candidates are part of the file's key."""
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PREFERENCE", (BF16_OPENVINO, FP32_ONNXRUNTIME, FP32_TORCH)),  # a new path
+        ("SAMPLE_WORDS", 95),  # a new sample: half as long
+        ("_WORDS", "other words " * 20),
+    ],
+)
+def test_a_new_candidate_or_sample_measures_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: object
+) -> None:
+    """A choice remembered before a path existed, or measured on other texts, may
+    not be the fastest any more: both are part of the file's key."""
     import retrieval.runtime_choice as runtime_choice
 
     remembered_choice(tmp_path, lambda: {FP32_ONNXRUNTIME: 10.0, FP32_TORCH: 9.0})
     older = choice_file(tmp_path)
-    monkeypatch.setattr(runtime_choice, "PREFERENCE", (BF16_OPENVINO, FP32_ONNXRUNTIME, FP32_TORCH))
+    monkeypatch.setattr(runtime_choice, name, value)
     assert choice_file(tmp_path) != older
     assert remembered_choice(tmp_path, lambda: {FP32_TORCH: 10.0}).path == FP32_TORCH
 
@@ -167,11 +177,9 @@ def test_paths_are_measured_on_texts_of_a_chunks_length() -> None:
     assert all(0.9 * target <= length <= 1.1 * target for length in lengths), lengths
 
 
-def test_a_new_sample_measures_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import retrieval.runtime_choice as runtime_choice
-
-    remembered_choice(tmp_path, lambda: {FP32_ONNXRUNTIME: 10.0, FP32_TORCH: 9.0})
-    older = choice_file(tmp_path)
-    monkeypatch.setattr(runtime_choice, "SAMPLE_WORDS", runtime_choice.SAMPLE_WORDS // 2)
-    assert choice_file(tmp_path) != older
-    assert remembered_choice(tmp_path, lambda: {FP32_TORCH: 10.0}).path == FP32_TORCH
+def test_the_choice_follows_the_figures_it_keeps(tmp_path: Path) -> None:
+    """11.04 is past the margin of 10.0 (11.0), its kept figure 11.0 is not: the
+    kept file must explain the choice."""
+    choice = remembered_choice(tmp_path, lambda: {FP32_ONNXRUNTIME: 10.0, FP32_OPENVINO: 11.04})
+    rates = {Candidate(*name.split()): rate for name, rate in choice.texts_per_s.items()}
+    assert choose(rates) == choice.path == FP32_ONNXRUNTIME
