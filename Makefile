@@ -12,12 +12,9 @@ export HF_HUB_OFFLINE := 1
 
 install: $(VENV)/.installed
 
-# torch first: the machine's local CPU build, not the registry's CUDA one
-$(VENV)/.installed: pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+# uv, torch first: the machine's local CPU build, not the registry's CUDA one
+$(VENV)/.installed: pyproject.toml scripts/install.sh
+	VENV=$(VENV) ./scripts/install.sh
 	mkdir -p var
 	touch $@
 

@@ -66,8 +66,21 @@ class Stack:
     owner_url: str
     env: dict[str, str]
     server: PostgresServer
+    root: Path  # the processes' var/ folders lie under it
     workers: dict[str, subprocess.Popen] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)
+
+    def spawn(self, name: str, args: list[str]) -> None:
+        self.commands[name] = args
+        self.workers[name], self.logs[name] = _spawn(name, args, self.env, self.root / name)
+
+    def revive(self) -> None:
+        """Start again any process an earlier test killed, so each test meets the
+        whole shape however the tests are ordered."""
+        for name, process in self.workers.items():
+            if process.poll() is not None:
+                self.spawn(name, self.commands[name])
 
     def manage(self, *args: str, var: Path) -> str:
         env = {**self.env, "PROVENANCE_VAR_DIR": str(var)}
@@ -90,7 +103,7 @@ class Stack:
 def _spawn(name: str, args: list[str], env: dict[str, str], var: Path) -> tuple:
     var.mkdir(parents=True, exist_ok=True)
     log_path = ARTIFACTS / f"shape-{name}.log"
-    log = log_path.open("w")
+    log = log_path.open("a")  # a process started again keeps its first life's lines
     process = subprocess.Popen(
         args,
         cwd=ROOT,
@@ -102,7 +115,7 @@ def _spawn(name: str, args: list[str], env: dict[str, str], var: Path) -> tuple:
     return process, log_path
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def managed_database(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[str, str, PostgresServer]]:
@@ -120,7 +133,7 @@ def managed_database(
     server.cleanup()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def s3() -> Iterator[str]:
     import boto3
     from moto.server import ThreadedMotoServer
@@ -140,11 +153,19 @@ def s3() -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture
-def stack(
-    managed_database: tuple[str, str, PostgresServer], s3: str, tmp_path: Path
+@pytest.fixture(scope="module")
+def shape(
+    managed_database: tuple[str, str, PostgresServer],
+    s3: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
+    """The whole shape, started once for the file (~25 s: a database migrated, four
+    processes loading the model); each test makes an organization of its own."""
     import redis
+
+    tmp_path = tmp_path_factory.mktemp("shape")
+    for log in ARTIFACTS.glob("shape-*.log"):
+        log.write_text("")
 
     owner_url, app_url, server = managed_database
     broker = "redis://127.0.0.1:6379/13"
@@ -177,7 +198,9 @@ def stack(
         "PORT": str(port),
         "WEB_CONCURRENCY": "1",
     }
-    result = Stack(base=f"http://127.0.0.1:{port}", owner_url=owner_url, env=env, server=server)
+    result = Stack(
+        base=f"http://127.0.0.1:{port}", owner_url=owner_url, env=env, server=server, root=tmp_path
+    )
     owner_env = {**env, "DATABASE_URL": owner_url}
     for command in (["migrate", "--noinput"], ["database_app_role", "--role", ROLE]):
         done = subprocess.run(
@@ -204,7 +227,7 @@ def stack(
         "beat": [*celery, "beat", "-l", "info", "--schedule", str(tmp_path / "beat-schedule")],
     }
     for name, args in processes.items():
-        result.workers[name], result.logs[name] = _spawn(name, args, env, tmp_path / name)
+        result.spawn(name, args)
     try:
         _until_serving(result)
         yield result
@@ -217,6 +240,13 @@ def stack(
                 process.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def stack(shape: Stack) -> Stack:
+    shape.revive()
+    _until_serving(shape)
+    return shape
 
 
 def _until_serving(stack: Stack) -> None:
@@ -264,11 +294,17 @@ def _embedding_worker(stack: Stack, file_id: str) -> str:
 
 
 def _organization_with_app(stack: Stack, tmp_path: Path) -> tuple[str, str]:
-    """An organization, its key, a data source with one ingested file, an app over it."""
+    """An organization of the test's own, its key, a data source with one ingested
+    file, an app over it."""
     source = tmp_path / "retention.md"
     source.write_bytes(FACT)
+    organization = f"Acme {tmp_path.name}"
     out = stack.manage(
-        "create_api_key", "--organization", "Acme", "--create-organization", var=tmp_path / "cli"
+        "create_api_key",
+        "--organization",
+        organization,
+        "--create-organization",
+        var=tmp_path / "cli",
     )
     key = out.strip().splitlines()[-1]
     stack.manage(
@@ -277,7 +313,7 @@ def _organization_with_app(stack: Stack, tmp_path: Path) -> tuple[str, str]:
         "--data-source",
         "Handbook",
         "--organization",
-        "Acme",
+        organization,
         "--wait",
         "--timeout",
         "240",
@@ -288,7 +324,7 @@ def _organization_with_app(stack: Stack, tmp_path: Path) -> tuple[str, str]:
             "create_app",
             "Handbook",
             "--organization",
-            "Acme",
+            organization,
             "--data-source",
             "Handbook",
             var=tmp_path / "cli",
@@ -299,7 +335,21 @@ def _organization_with_app(stack: Stack, tmp_path: Path) -> tuple[str, str]:
     return key, app_id
 
 
+def _bucket_keys(stack: Stack) -> set[str]:
+    import boto3
+
+    listing = boto3.client(
+        "s3",
+        endpoint_url=stack.env["AWS_S3_ENDPOINT_URL"],
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    ).list_objects_v2(Bucket=BUCKET)
+    return {item["Key"] for item in listing.get("Contents", [])}
+
+
 def test_the_compose_shape_without_docker(stack: Stack, tmp_path: Path) -> None:
+    before = _bucket_keys(stack)
     key, app_id = _organization_with_app(stack, tmp_path)
     auth = {"Authorization": f"Bearer {key}"}
 
@@ -337,16 +387,8 @@ def test_the_compose_shape_without_docker(stack: Stack, tmp_path: Path) -> None:
     assert rows == [(total, total, total)], rows
 
     # the bytes live in the bucket, not on any process's disk, and come back identical
-    import boto3
-
-    objects = boto3.client(
-        "s3",
-        endpoint_url=stack.env["AWS_S3_ENDPOINT_URL"],
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    ).list_objects_v2(Bucket=BUCKET)["Contents"]
-    assert len(objects) == 2
+    assert len(_bucket_keys(stack) - before) == 2  # this test's two files
+    assert not list(stack.root.glob("*/media/**/*.md"))
     assert not list(tmp_path.glob("*/media/**/*.md"))
     download = requests.get(f"{status_url}/content", headers=auth, timeout=60)
     assert download.status_code == 200

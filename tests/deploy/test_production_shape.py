@@ -18,6 +18,7 @@ import requests
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
+from pytest_django import DjangoDbBlocker
 
 from audit.database_role import app_role_owned
 from tests import factories
@@ -37,7 +38,7 @@ HANDBOOK = (
 )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def redis_url() -> str:
     import redis
 
@@ -46,10 +47,15 @@ def redis_url() -> str:
     return url
 
 
-@pytest.fixture
-def stack(redis_url: str, django_db_setup: None) -> Iterator[str]:
-    """The app role granted on the test database; a worker and gunicorn as that role."""
-    call_command("database_app_role", role=ROLE)
+@pytest.fixture(scope="module")
+def stack(
+    redis_url: str, django_db_setup: None, django_db_blocker: DjangoDbBlocker
+) -> Iterator[str]:
+    """The app role granted on the test database; a worker and gunicorn as that role,
+    started once for the file (~20 s a start and stop): each test's flush empties the
+    tables they serve, the role's grants stay."""
+    with django_db_blocker.unblock():
+        call_command("database_app_role", role=ROLE)
     call_command("collectstatic", interactive=False, verbosity=0)  # as make run does
     env = {"CELERY_BROKER_URL": redis_url, "PROVENANCE_DB_USER": ROLE}
     worker = WorkerProcess("app-role", extra_env=env)

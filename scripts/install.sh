@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The virtualenv for `make install`: uv installs what pyproject.toml pins in seconds
+# where pip took minutes of a fresh `make test`. uv reads no pip configuration, so
+# the folders of wheels pip is configured to look in (where a machine keeps a local
+# CPU build of torch) are passed on; torch goes first, so a registry's CUDA build is
+# never taken. pip's extra indexes are not: uv would take a package only from the
+# first index that has it, and a partial mirror would then hide the pinned release.
+set -euo pipefail
+
+VENV=${VENV:-.venv}
+UV_VERSION=0.13.9
+TORCH=torch==2.13.0
+
+test -x "$VENV/bin/python" || python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
+
+sources=()
+for key in global.find-links install.find-links; do
+  for link in $("$VENV/bin/python" -m pip config get "$key" 2>/dev/null || true); do
+    [ -e "$link" ] && sources+=(--find-links "$link")
+  done
+done
+
+uv() { "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" "${sources[@]}" "$@"; }
+uv "$TORCH"
+uv -e ".[dev]"
