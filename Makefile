@@ -7,6 +7,10 @@ PORT ?= 8000
 # a time; each has its own test database, broker folder and worker (settings/test.py)
 TEST_PROCESSES ?= 2
 export HF_HUB_OFFLINE := 1
+# mypy's incremental cache, kept per user rather than per checkout: a fresh clone on a
+# machine that checked the project before takes ~10 s instead of ~65-90 s (mypy checks
+# each cached module's hash, so a cache from another checkout or commit stays sound)
+export MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/provenance/mypy
 
 .PHONY: install run test lint format bench services clean
 
