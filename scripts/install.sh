@@ -17,10 +17,15 @@ test -x "$VENV/bin/python" || python3 -m venv "$VENV"
 sources=()
 for key in global.find-links install.find-links; do
   for link in $("$VENV/bin/python" -m pip config get "$key" 2>/dev/null || true); do
-    [ -e "$link" ] && sources+=(--find-links "$link")
+    case "$link" in
+      file://*) [ -e "${link#file://}" ] && sources+=(--find-links "$link") ;;
+      *://*) sources+=(--find-links "$link") ;;
+      *) [ -e "$link" ] && sources+=(--find-links "$link") ;;
+    esac
   done
 done
 
-uv() { "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" "${sources[@]}" "$@"; }
+# ${a[@]+...}: an empty array under `set -u` is an error in bash before 4.4
+uv() { "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" ${sources[@]+"${sources[@]}"} "$@"; }
 uv "$TORCH"
 uv -e ".[dev]"
