@@ -14,8 +14,10 @@ TORCH=torch==2.13.0
 test -x "$VENV/bin/python" || python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
 
+set -f  # a configured value is a path or URL, never a pattern to expand
 sources=()
-for key in global.find-links install.find-links; do
+# every place pip reads find-links from: its files' sections and PIP_FIND_LINKS (":env:")
+for key in global.find-links install.find-links :env:.find-links; do
   for link in $("$VENV/bin/python" -m pip config get "$key" 2>/dev/null || true); do
     case "$link" in
       file://*) [ -e "${link#file://}" ] && sources+=(--find-links "$link") ;;

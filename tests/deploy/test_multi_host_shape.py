@@ -70,17 +70,40 @@ class Stack:
     workers: dict[str, subprocess.Popen] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
     commands: dict[str, list[str]] = field(default_factory=dict)
+    killed: set[str] = field(default_factory=set)
+    log_start: dict[str, int] = field(default_factory=dict)  # where this life's lines begin
 
     def spawn(self, name: str, args: list[str]) -> None:
         self.commands[name] = args
+        log_path = ARTIFACTS / f"shape-{name}.log"
+        self.log_start[name] = log_path.stat().st_size if log_path.exists() else 0
         self.workers[name], self.logs[name] = _spawn(name, args, self.env, self.root / name)
 
+    def kill(self, name: str) -> None:
+        """SIGKILL a process and its group, as a crash would; the next test starts it again."""
+        os.killpg(self.workers[name].pid, signal.SIGKILL)
+        self.workers[name].wait(10)
+        self.killed.add(name)
+
     def revive(self) -> None:
-        """Start again any process an earlier test killed, so each test meets the
-        whole shape however the tests are ordered."""
-        for name, process in self.workers.items():
-            if process.poll() is not None:
-                self.spawn(name, self.commands[name])
+        """Start again, and wait for, the workers an earlier test killed, so each test
+        meets the whole shape however the tests are ordered. Only those: a process that
+        died by itself fails the next test (``_until_serving``) instead of being mended."""
+        for name in sorted(self.killed):
+            self.spawn(name, self.commands[name])
+        deadline = time.monotonic() + 120
+        for name in sorted(self.killed):
+            while " ready." not in self.log_text(name):
+                assert self.workers[name].poll() is None, self.log_text(name)[-3000:]
+                assert time.monotonic() < deadline, f"{name} did not start again"
+                time.sleep(0.2)
+        self.killed.clear()
+
+    def log_text(self, name: str) -> str:
+        """What the process wrote in its current life."""
+        with self.logs[name].open(errors="replace") as log:
+            log.seek(self.log_start[name])
+            return log.read()
 
     def manage(self, *args: str, var: Path) -> str:
         env = {**self.env, "PROVENANCE_VAR_DIR": str(var)}
@@ -102,16 +125,17 @@ class Stack:
 
 def _spawn(name: str, args: list[str], env: dict[str, str], var: Path) -> tuple:
     var.mkdir(parents=True, exist_ok=True)
+    ARTIFACTS.mkdir(exist_ok=True)
     log_path = ARTIFACTS / f"shape-{name}.log"
-    log = log_path.open("a")  # a process started again keeps its first life's lines
-    process = subprocess.Popen(
-        args,
-        cwd=ROOT,
-        env={**env, "PROVENANCE_VAR_DIR": str(var)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with log_path.open("a") as log:  # a process started again keeps its first life's lines
+        process = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env={**env, "PROVENANCE_VAR_DIR": str(var)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     return process, log_path
 
 
@@ -372,7 +396,7 @@ def test_the_compose_shape_without_docker(stack: Stack, tmp_path: Path) -> None:
     total = embedding["progress"]["total"]
     assert total > 3 * 16, embedding  # several batches
     victim = _embedding_worker(stack, file_id)
-    os.killpg(stack.workers[victim].pid, signal.SIGKILL)
+    stack.kill(victim)
     killed_at = time.monotonic()
     ready = _wait(stack, status_url, key, lambda b: b["status"] == "ready", timeout=180)
     assert time.monotonic() - killed_at < 120

@@ -72,29 +72,34 @@ def stack(
         "PROVENANCE_WARM_EMBEDDER": "0",
     }
     log_path = ARTIFACTS / f"gunicorn-{settings.TEST_RUN_NAME}.log"
-    log = log_path.open("w")
-    web = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "-c",
-            "provenance_site/gunicorn_conf.py",
-            "provenance_site.wsgi:application",
-        ],
-        cwd=ROOT,
-        env=web_env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    with log_path.open("w") as log:  # the child keeps its own copy of the handle
+        web = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                "provenance_site/gunicorn_conf.py",
+                "provenance_site.wsgi:application",
+            ],
+            cwd=ROOT,
+            env=web_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_serving(base, web, log_path)
         yield base
     finally:
         web.terminate()
-        web.wait(30)
-        worker.stop()
+        try:
+            web.wait(30)
+        except subprocess.TimeoutExpired:
+            web.kill()
+            web.wait(10)
+        finally:
+            worker.stop()
 
 
 def _wait_until_serving(base: str, web: subprocess.Popen, log_path: Path) -> None:
