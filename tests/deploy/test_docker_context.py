@@ -101,3 +101,42 @@ def test_the_images_build_step_runs_with_its_own_settings(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert any((tmp_path / "static").rglob("*.css"))
+
+
+def _run_words(dockerfile: str, command: str) -> set[str]:
+    """The arguments the Dockerfile's RUN steps pass to ``command`` (each use, up to
+    the next ``&&``)."""
+    words: set[str] = set()
+    for step in dockerfile.replace("\\\n", " ").splitlines():
+        if step.startswith("RUN "):
+            for part in step[4:].split("&&"):
+                tokens = part.split()
+                if tokens[:1] == [command]:
+                    words.update(t for t in tokens[1:] if not t.startswith("-"))
+    return words
+
+
+def test_every_named_volume_mounts_on_a_folder_the_runtime_user_owns() -> None:
+    """A new named volume takes the ownership of the image's folder it mounts on, or
+    root's where the image has none; the application runs as a non-root user, so
+    uploads into a root-owned ``/data/media`` failed (PermissionError) the first time
+    the stack ran under Docker."""
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    named = set(compose["volumes"])
+    targets = {
+        mount.split(":")[1]
+        for service in compose["services"].values()
+        if service.get("image") == "provenance:latest"
+        for mount in service.get("volumes", [])
+        if mount.split(":")[0] in named
+    }
+    assert targets >= {"/data/media", "/heads"}, targets
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    user = next(line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER "))
+    made, owned = _run_words(dockerfile, "mkdir"), _run_words(dockerfile, "chown")
+    assert user in owned, "the runtime user owns what chown names"
+    for target in sorted(targets):
+        assert target in made, f"{target}: not made in the image"
+        assert target in owned, f"{target}: not owned by {user}"
