@@ -20,10 +20,14 @@ import secrets
 import shutil
 import subprocess
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import requests
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "http://127.0.0.1:8000"
 PROJECT = "provenance-smoke"
@@ -69,13 +73,15 @@ class Smoke:
             raise SystemExit(f"{' '.join(args)} failed ({done.returncode}): {done.stderr or ''}")
         return done.stdout or ""
 
-    def until(self, what: str, check: object, timeout: float) -> object:
+    def until(
+        self, what: str, check: Callable[[], T | None], timeout: float, every: float = 1
+    ) -> T:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            value = check()  # type: ignore[operator]
+            value = check()
             if value:
                 return value
-            time.sleep(1)
+            time.sleep(every)
         raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
@@ -84,6 +90,92 @@ def healthy() -> bool:
         return request("GET", "/healthz").status_code == 200
     except requests.RequestException:
         return False
+
+
+def manual(paragraphs: int) -> bytes:
+    """A long Markdown file: enough chunks for several embedding batches."""
+    lines = ["# Field manual", ""]
+    for n in range(paragraphs):
+        lines += [
+            f"## Procedure {n}",
+            "",
+            f"Procedure {n} inspects valve {n * 7 % 101} of pump station {n % 13} every "
+            f"{n % 9 + 2} weeks and records the pressure reading and the seal condition in "
+            f"the maintenance log. Deviations above {n % 5 + 3} percent are reported.",
+            "",
+        ]
+    return "\n".join(lines).encode()
+
+
+# the file's chunks, positions and vectors (psql -c does not bind parameters: the id
+# is parsed as a UUID before it is put in)
+CHUNK_COUNTS = (
+    "SELECT count(*), count(DISTINCT position), count(embedding) FROM documents_chunk "
+    "WHERE file_id = '{file_id}'"
+)
+
+
+def kill_a_worker_mid_embedding(smoke: Smoke, key: str) -> None:
+    """A long file uploaded; the worker container embedding it killed (SIGKILL) once
+    its first batch is stored; the other finishes it: one chunk per position, each
+    embedded, nothing twice."""
+    response = request(
+        "POST",
+        "/v1/flow/files",
+        key,
+        files={"file": ("manual.md", manual(4000))},
+        data={"data_source": "Handbook"},
+    )
+    assert response.status_code == 202, response.text[:500]
+    file_id = response.json()["file_id"]
+
+    def embedding() -> dict | None:
+        state = request("GET", f"/v1/flow/files/{file_id}", key).json()
+        assert state["status"] not in ("ready", "failed"), f"{state['status']} before the kill"
+        progress = state.get("progress") or {}
+        done, total = progress.get("done", 0), progress.get("total", 0)
+        return state if state["status"] == "embedding" and 0 < done < total / 2 else None
+
+    state = smoke.until("the manual's first embedded batch", embedding, 600, every=0.2)
+    progress = state["progress"]
+    total = progress["total"]
+    workers = smoke.run("ps", "-q", "worker", capture=True).split()
+    assert len(workers) == 2, workers
+    logs = {
+        worker: subprocess.run(
+            ["docker", "logs", worker], capture_output=True, text=True
+        ).stderr.count(f"chunks of {file_id}")
+        for worker in workers
+    }
+    victim = max(logs, key=lambda worker: logs[worker])
+    subprocess.run(["docker", "kill", "--signal", "KILL", victim], check=True, capture_output=True)
+    smoke.step(
+        f"manual.md: {total} chunks; killed worker {victim[:12]} at {progress} "
+        f"(batches of it in each worker's log: {sorted(logs.values())})"
+    )
+
+    def ready() -> dict | None:
+        state = request("GET", f"/v1/flow/files/{file_id}", key).json()
+        assert state["status"] != "failed", state["error_message"]
+        return state if state["status"] == "ready" else None
+
+    state = smoke.until("the other worker to finish the manual", ready, 600)
+    counts = smoke.run(
+        "exec",
+        "-T",
+        "db",
+        "psql",
+        "-U",
+        "provenance",
+        "-d",
+        "provenance",
+        "-tAc",
+        CHUNK_COUNTS.format(file_id=uuid.UUID(file_id)),
+        capture=True,
+    ).strip()
+    assert state["progress"] == {"done": total, "total": total}, state
+    assert counts == f"{total}|{total}|{total}", counts
+    smoke.step(f"the other worker finished it exactly once: chunks, positions, vectors {counts}")
 
 
 def main() -> None:
@@ -104,8 +196,8 @@ def main() -> None:
         "DJANGO_SSL_REDIRECT": "0",  # plain http on loopback; behind TLS in production
     }
     smoke = Smoke(compose_command(args.standins), env)
-    smoke.step("docker compose up (db, redis, migrate, web, worker, beat)")
-    smoke.run("up", "-d", "--no-build")
+    smoke.step("docker compose up (db, redis, migrate, web, 2 workers, beat)")
+    smoke.run("up", "-d", "--no-build", "--scale", "worker=2")
     try:
         smoke.until("the web container's /healthz", healthy, 600)
         smoke.step("web healthy; setup_demo in the web container")
@@ -129,7 +221,7 @@ def main() -> None:
             return state if state["status"] == "ready" else None
 
         state = smoke.until("the file to be ready", ready, 900)
-        smoke.step(f"ready: {state['progress']} in the worker container")  # type: ignore[index]
+        smoke.step(f"ready: {state['progress']} in the worker container")
         response = request(
             "POST",
             f"/semantics/apps/{app_id}/query-executions",
@@ -160,10 +252,13 @@ def main() -> None:
                 text=True,
             ).stdout.strip()
 
-        smoke.until("Docker's HEALTHCHECK to pass", lambda: docker_health() == "healthy", 180)
+        smoke.until(
+            "Docker's HEALTHCHECK to pass", lambda: docker_health() == "healthy" or None, 180
+        )
         smoke.step("the image's HEALTHCHECK reports the web container healthy")
+        kill_a_worker_mid_embedding(smoke, key)
         verdict = smoke.run(
-            "exec", "-T", "worker", "python", "manage.py", "verify_audit_trail", capture=True
+            "exec", "-T", "web", "python", "manage.py", "verify_audit_trail", capture=True
         )
         smoke.step(f"verify_audit_trail: {verdict.strip().splitlines()[-1]}")
         print("docker compose smoke: every step held")
