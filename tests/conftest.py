@@ -62,6 +62,37 @@ def _search_threads_closed(django_db_setup: None) -> Iterator[None]:
     search_threads_close()
 
 
+def _packages_with_package_fixtures() -> frozenset[str]:
+    """Test packages whose conftest defines a package-scoped fixture (the ingested
+    library of ``tests/citations``): each is handed to one process as a whole."""
+    tests = Path(__file__).resolve().parent
+    return frozenset(
+        conftest.parent.relative_to(tests.parent).as_posix()
+        for conftest in tests.rglob("conftest.py")
+        if 'scope="package"' in conftest.read_text()
+    )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile``, but a package with a package-scoped fixture is one unit:
+    handed out by file, both processes built the library of ``tests/citations``
+    (~45-70 s each with fp32 vectors). xdist's own ``loadgroup`` cannot say this
+    under pytest 9 (it renames ``item._nodeid``, which no longer sets the id)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    whole = _packages_with_package_fixtures()
+
+    class PackageOrFileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            package = path.rpartition("/")[0]
+            return package if package in whole else path
+
+    return PackageOrFileScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Each package's files together, the package holding a ``long`` test first,
     then the others by their number of tests; in a package, the file with the
