@@ -29,6 +29,17 @@ from retrieval.embedders import (
 )
 from tests.support.corpus import CORPUS
 
+
+@pytest.fixture(scope="module", autouse=True)
+def _runtime_chosen_by_the_embedder() -> Iterator[None]:
+    """These tests name the precision and expect the runtime to follow from it: a
+    runtime forced in the caller's environment (``PROVENANCE_EMBED_RUNTIME``) would
+    pair bf16 with ONNX Runtime, which refuses it. Module-scoped: the embedders
+    below are."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("PROVENANCE_EMBED_RUNTIME", raising=False)
+        yield
+
 SQUAD = CORPUS / "qa" / "squad-v1.1-dev-subset6.json"
 
 
