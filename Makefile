@@ -19,7 +19,7 @@ install: $(VENV)/.installed
 # uv, torch first: the machine's local CPU build, not the registry's CUDA one
 $(VENV)/.installed: pyproject.toml scripts/install.sh
 	VENV=$(VENV) ./scripts/install.sh
-	mkdir -p var
+	mkdir -p var/static  # STATIC_ROOT: WhiteNoise warns at every start while it is missing
 	touch $@
 
 run: install
