@@ -30,6 +30,7 @@ import psycopg
 import pytest
 import requests
 
+from scripts.docker_smoke import manual
 from tests.support.net import free_port
 from tests.support.worker import ARTIFACTS, GUNICORN_COMMAND, ROOT
 
@@ -42,22 +43,6 @@ pytestmark = pytest.mark.worker
 BUCKET = "provenance-originals"
 ROLE = "provenance_app"
 FACT = b"# Retention\n\nInvoices are kept for seven years after the fiscal year ends.\n"
-
-
-def _book(paragraphs: int) -> bytes:
-    """A long Markdown file: enough chunks for several embedding batches."""
-    lines = ["# Field manual", ""]
-    for n in range(paragraphs):
-        lines += [
-            f"## Procedure {n}",
-            "",
-            f"Procedure {n} inspects valve {n * 7 % 101} of pump station {n % 13} every "
-            f"{n % 9 + 2} weeks and records the pressure reading, the operator's initials and "
-            f"the seal condition in the maintenance log kept at the station's control room. "
-            f"Deviations above {n % 5 + 3} percent are reported to the regional engineer.",
-            "",
-        ]
-    return "\n".join(lines).encode()
 
 
 @dataclass
@@ -370,7 +355,7 @@ def test_the_compose_shape_without_docker(stack: Stack, tmp_path: Path) -> None:
     key, app_id = _organization_with_app(stack, tmp_path)
     auth = {"Authorization": f"Bearer {key}"}
 
-    book = _book(400)
+    book = manual(400)  # the docker smoke's long file: several embedding batches
     upload = requests.post(
         f"{stack.base}/v1/flow/files",
         headers=auth,

@@ -40,6 +40,7 @@ def _runtime_chosen_by_the_embedder() -> Iterator[None]:
         patch.delenv("PROVENANCE_EMBED_RUNTIME", raising=False)
         yield
 
+
 SQUAD = CORPUS / "qa" / "squad-v1.1-dev-subset6.json"
 
 

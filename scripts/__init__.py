@@ -1,0 +1,1 @@
+"""Operator scripts (the docker smoke is also imported by the deploy tests)."""
