@@ -92,6 +92,18 @@ def healthy() -> bool:
         return False
 
 
+def ready(key: str, file_id: str) -> Callable[[], dict | None]:
+    """A check for :meth:`Smoke.until`: the file's status once it is ready (a failed
+    file stops the smoke with its reason)."""
+
+    def check() -> dict | None:
+        state = request("GET", f"/v1/flow/files/{file_id}", key).json()
+        assert state["status"] != "failed", state["error_message"]
+        return state if state["status"] == "ready" else None
+
+    return check
+
+
 def manual(paragraphs: int) -> bytes:
     """A long Markdown file: enough chunks for several embedding batches."""
     lines = ["# Field manual", ""]
@@ -154,12 +166,7 @@ def kill_a_worker_mid_embedding(smoke: Smoke, key: str) -> None:
         f"(batches of it in each worker's log: {sorted(logs.values())})"
     )
 
-    def ready() -> dict | None:
-        state = request("GET", f"/v1/flow/files/{file_id}", key).json()
-        assert state["status"] != "failed", state["error_message"]
-        return state if state["status"] == "ready" else None
-
-    state = smoke.until("the other worker to finish the manual", ready, 600)
+    state = smoke.until("the other worker to finish the manual", ready(key, file_id), 600)
     counts = smoke.run(
         "exec",
         "-T",
@@ -215,12 +222,7 @@ def main() -> None:
         upload = response.json()
         smoke.step(f"uploaded {args.file.name} ({len(content)} bytes): {upload['file_id']}")
 
-        def ready() -> dict | None:
-            state = request("GET", f"/v1/flow/files/{upload['file_id']}", key).json()
-            assert state["status"] != "failed", state["error_message"]
-            return state if state["status"] == "ready" else None
-
-        state = smoke.until("the file to be ready", ready, 900)
+        state = smoke.until("the file to be ready", ready(key, upload["file_id"]), 900)
         smoke.step(f"ready: {state['progress']} in the worker container")
         response = request(
             "POST",
