@@ -63,10 +63,13 @@ def machine_info() -> dict[str, Any]:
                 flags = set(value.split())
     except OSError:
         model = platform.processor()
+    bf16_flags = sorted(f for f in flags if "bf16" in f or f.startswith("amx"))
+    if "cpuid_mask" in os.environ.get("LD_PRELOAD", ""):  # scripts/avx2_only.sh
+        model, bf16_flags = f"{model}, CPUID masked to AVX2 (scripts/avx2_only.sh)", []
     return {
         "cpu_count": os.cpu_count(),
         "cpu_model": model,
-        "bf16_flags": sorted(f for f in flags if "bf16" in f or f.startswith("amx")),
+        "bf16_flags": bf16_flags,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "loadavg": [round(x, 2) for x in os.getloadavg()],

@@ -127,9 +127,19 @@ def measure(encoders: dict[Candidate, Callable[[list[str]], object]]) -> dict[Ca
     return best
 
 
+def kernels_seen() -> str:
+    """The instruction set torch's kernels take, as CPUID reports it to this process:
+    a hypervisor or a CPUID mask (``scripts/avx2_only``) can hide instructions that
+    ``/proc/cpuinfo`` still lists, and the libraries choose by CPUID."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
+
+
 def host_description() -> str:
     """The CPU's model (name, family and model numbers), the flags that decide the
-    kernels, and the core count: what the choice depends on."""
+    kernels, the kernels the libraries take and the core count: what the choice
+    depends on."""
     fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
@@ -141,7 +151,8 @@ def host_description() -> str:
     present = " ".join(flag for flag in FLAGS if flag in flags) or "none of those checked"
     return (
         f"{fields.get('model name', 'unknown CPU')} (family {fields.get('cpu family', '?')}"
-        f" model {fields.get('model', '?')}); {os.cpu_count()} CPUs; flags {present}"
+        f" model {fields.get('model', '?')}); {os.cpu_count()} CPUs; flags {present};"
+        f" kernels {kernels_seen()}"
     )
 
 
