@@ -63,7 +63,8 @@ static void on_segv(int signal, siginfo_t *info, void *context) {
     ucontext_t *uc = context;
     greg_t *regs = uc->uc_mcontext.gregs;
     const unsigned char *ip = (const unsigned char *)regs[REG_RIP];
-    if (ip[0] == 0x0f && ip[1] == 0xa2) {
+    /* a faulting CPUID is a general protection fault: SIGSEGV from the kernel */
+    if (info->si_code == SI_KERNEL && ip[0] == 0x0f && ip[1] == 0xa2) {
         uint32_t r[4];
         masked((uint32_t)regs[REG_RAX], (uint32_t)regs[REG_RCX], r);
         regs[REG_RAX] = r[0];
@@ -81,8 +82,11 @@ static void on_segv(int signal, siginfo_t *info, void *context) {
         chained.sa_handler(signal);
         return;
     }
+    if (chained.sa_handler == SIG_IGN && info->si_code <= 0) return; /* sent, and ignored */
+    /* the default: end the process by this signal, whether sent (kill) or a real fault */
     struct sigaction fallback = {.sa_handler = SIG_DFL};
-    real_sigaction(SIGSEGV, &fallback, NULL); /* the fault repeats and ends the process */
+    real_sigaction(SIGSEGV, &fallback, NULL);
+    raise(SIGSEGV);
 }
 
 int sigaction(int signum, const struct sigaction *act, struct sigaction *oldact) {
