@@ -176,7 +176,7 @@ def _organizations(records: Sequence[models.Model]) -> dict[tuple[str, object], 
         if not hasattr(r, "organization_id") and (query_id := _query_id(r)) is not None
     }
     of_query: dict[uuid.UUID | None, uuid.UUID] = dict(
-        executions._default_manager.filter(pk__in=query_ids).values_list("pk", "organization_id")
+        executions._default_manager.filter(pk__in=query_ids).order_by().values_list("pk", "organization_id")
     )
     return {
         (r._meta.db_table, r.pk): (
@@ -198,7 +198,8 @@ def _reread(records: Sequence[models.Model]) -> list[models.Model]:
         by_model.setdefault(type(record), []).append(record.pk)
     fresh = {}
     for model, pks in by_model.items():
-        for row in model._default_manager.filter(pk__in=pks):
+        # unordered: a model's default ordering by its query would join and sort
+        for row in model._default_manager.filter(pk__in=pks).order_by():
             fresh[(model, row.pk)] = row
     return [fresh[(type(r), r.pk)] for r in records]
 

@@ -152,6 +152,10 @@ def test_passages_of_a_form_offer_pairs_to_the_generator() -> None:
     assert "VIN | 1C4RJFBG2NC123456" in [c.text for c in candidates]
     floors = {c.text: c.floor for c in candidates}
     # a pair is as short as a JSON "**key**: value" line and needs as close a meaning;
-    # a whole row keeps the row's floor
+    # a whole row keeps the row's floor (a candidate of a question about its words)
     assert floors["VIN | 1C4RJFBG2NC123456"] == MIN_PAIR_SIMILARITY
-    assert floors["Ethanol | -114 | 78 | 0.789"] == MIN_ROW_SIMILARITY
+    about_ethanol = generator._candidates(
+        "What is the boiling point of ethanol?", [Passage(index=0, text=FORM, score_norm=1.0)]
+    )
+    rows = {c.text: c.floor for c in about_ethanol}
+    assert rows["Ethanol | -114 | 78 | 0.789"] == MIN_ROW_SIMILARITY
