@@ -176,7 +176,9 @@ def _organizations(records: Sequence[models.Model]) -> dict[tuple[str, object], 
         if not hasattr(r, "organization_id") and (query_id := _query_id(r)) is not None
     }
     of_query: dict[uuid.UUID | None, uuid.UUID] = dict(
-        executions._default_manager.filter(pk__in=query_ids).order_by().values_list("pk", "organization_id")
+        executions._default_manager.filter(pk__in=query_ids)
+        .order_by()
+        .values_list("pk", "organization_id")
     )
     return {
         (r._meta.db_table, r.pk): (
