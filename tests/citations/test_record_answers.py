@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -260,3 +261,45 @@ def test_chunks_are_indexed_with_their_record_and_keep_their_text(library: Libra
     assert all("Batmobile" not in c.chunk_text for c in totals)
     for chunk in chunks:
         assert chunk.markdown.markdown[chunk.char_start : chunk.char_end] == chunk.chunk_text
+
+
+BOOKING_PDF = "markitdown/test_files/movie-theater-booking-2024.pdf"
+# (question, the "Label: value" line quoted, a neighbouring pair's value it must not hold)
+BOOKING_QUESTIONS = [
+    ("Who is the primary contact?", "Primary Contact: Sarah Johnson", "NYC-01"),
+    ("What is the location?", "Location: NYC-01", "Sarah Johnson"),
+    ("What are the payment terms?", "Payment Terms: Corporate", "Net 30"),
+    ("What is the commission?", "Commission: 10%", "Corporate"),
+    ("What is the customer ID?", "Customer ID: CUST-98765", "bookings@"),
+    ("What is the billing type?", "Billing Type: Net 30", "Corporate"),
+]
+
+
+@pytest.fixture(scope="module")
+def booking_app(
+    library: Library, django_db_blocker: DjangoDbBlocker, corpus: Path
+) -> Iterator[App]:
+    """The corpus's booking order: its labels in one column, their values in the next."""
+    with django_db_blocker.unblock():
+        source = factories.data_source(library.organization, "Bookings")
+        pdf = corpus / BOOKING_PDF
+        record = factories.upload(source, pdf.name, pdf.read_bytes()).file
+        assert wait_for_status(record.pk, timeout=300).status == "ready"
+        yield app_create(
+            organization=library.organization, name="Bookings", data_source_names=[source.name]
+        )
+
+
+@pytest.mark.parametrize(("question", "pair", "neighbour"), BOOKING_QUESTIONS)
+def test_a_forms_field_set_beside_others_is_answered_by_its_own_pair(
+    booking_app: App, question: str, pair: str, neighbour: str
+) -> None:
+    """Pairs the PDF sets one under the other, several to a block ("Cinema:",
+    "Primary Contact:", "Location:" beside their values), are each a line of their
+    own, so a question on one field quotes that pair and not its neighbours."""
+    execution = query_execute(app=booking_app, question=question)
+    quoted = list(
+        ClaimCitation.objects.filter(query=execution).values_list("source_sentence", flat=True)
+    )
+    assert pair in quoted, execution.answer
+    assert neighbour not in execution.answer, execution.answer

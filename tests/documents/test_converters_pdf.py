@@ -332,6 +332,57 @@ def test_a_title_beside_small_print_on_its_row_is_a_heading() -> None:
     assert "\nPrint Date 12/15/2024 14:30:22\n" in markdown
 
 
+@pytest.mark.parametrize(
+    ("name", "lines"),
+    [
+        (
+            "markitdown/test_files/movie-theater-booking-2024.pdf",
+            ["Cinema: Downtown Multiplex", "Primary Contact: Sarah Johnson", "Location: NYC-01"],
+        ),
+        (
+            "markitdown/test_files/SPARSE-2024-INV-1234_borderless_table.pdf",
+            ["Report ID: SPARSE-2024-INV-1234", "Warehouse: Distribution Center East"],
+        ),
+        (
+            "markitdown/test_files/RECEIPT-2024-TXN-98765_retail_purchase.pdf",
+            ["Cashier: Emily Rodriguez", "Register: POS-07"],
+        ),
+    ],
+)
+def test_a_forms_label_value_lines_stay_lines_of_their_own(name: str, lines: list[str]) -> None:
+    """A form sets its labels in one column and their values in the next, a pair a
+    row: each "Label: value" stays a line, not one paragraph of every pair ("Cinema:
+    Downtown Multiplex Primary Contact: Sarah Johnson …" names no field's end)."""
+    assert "\n" + "\n".join(lines) + "\n" in convert(name).markdown
+
+
+def test_label_value_lines_drawn_as_a_form_are_lines_and_prose_stays_a_paragraph() -> None:
+    """The same for a form drawn here (labels at one x, values at another), while a
+    paragraph whose wrapped lines hold a colon is still one paragraph."""
+
+    def draw(page: pymupdf.Page) -> None:
+        for n, (label, value) in enumerate(
+            [
+                ("Carrier:", "Northwind Freight"),
+                ("Tracking No:", "NW-4471-88"),
+                ("Weight:", "12 kg"),
+            ]
+        ):
+            page.insert_text((72, 100 + 14 * n), label, fontname="helv", fontsize=10)
+            page.insert_text((170, 100 + 14 * n), value, fontname="helv", fontsize=10)
+        prose = (
+            "The shipment left the warehouse on Monday and was delayed at the border for two",
+            "days: customs asked for the invoice again because the first copy had no stamp",
+            "and the carrier had to send a courier back with the signed and stamped original.",
+        )
+        for n, text in enumerate(prose):
+            page.insert_text((72, 200 + 12 * n), text, fontname="helv", fontsize=10)
+
+    markdown = PdfConverter().convert(_pdf(draw)).markdown
+    assert "Carrier: Northwind Freight\nTracking No: NW-4471-88\nWeight: 12 kg\n" in markdown
+    assert "for two days: customs asked" in markdown
+
+
 def test_facing_page_numbers_in_a_footer_are_no_body_text() -> None:
     """The legal-aid annex prints two pages on one sheet: MuPDF reads their numbers
     "208" and "209" as one line of the footer's block."""

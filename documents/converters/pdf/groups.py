@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from documents.chunk_context import label_value
 from documents.converters.pdf.headings import LevelOf
 from documents.converters.pdf.lines import BULLET, NUMBERED, Block, Line
 from documents.converters.pdf.ruled import RuledTable
@@ -230,6 +231,9 @@ def _continued(reading: _BlockReading, i: int, prev: Line, last: Group) -> tuple
         return (GroupKind.ITEM, True) if joins else (GroupKind.PARAGRAPH, False)
     if last.kind not in _TEXT:
         return GroupKind.PARAGRAPH, False
+    if label_value(prev.text) and label_value(line.text):
+        # a form's "Label: value" lines, one under the other, each a line of its own
+        return GroupKind.LINE, False
     following = lines[i + 1] if i + 1 < len(lines) else None
     first = last.lines[0]
     if _new_paragraph(
