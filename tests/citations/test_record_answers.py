@@ -149,18 +149,22 @@ FIELDS = {"VIN": "vin", "phone number": "phone", "grand total": "total"}
 @pytest.fixture(scope="module")
 def record_apps(library: Library, django_db_blocker: DjangoDbBlocker) -> Iterator[dict[str, App]]:
     """One app per generated document, each bound to a data source of its own."""
-    apps = {}
     with django_db_blocker.unblock():
-        for number, (name, (make, _pages)) in enumerate(DOCUMENTS.items()):
-            source = factories.data_source(library.organization, f"Records {number}")
-            record = factories.upload(source, name, make()).file
-            assert wait_for_status(record.pk, timeout=300).status == "ready", name
-            apps[name] = app_create(
-                organization=library.organization,
-                name=f"Records {number}",
-                data_source_names=[source.name],
-            )
+        apps = {
+            name: _ingested_app(library, f"Records {number}", name, make())
+            for number, (name, (make, _pages)) in enumerate(DOCUMENTS.items())
+        }
     yield apps
+
+
+def _ingested_app(library: Library, app_name: str, file_name: str, data: bytes) -> App:
+    """An app over a data source of its own holding one file, ingested by the worker."""
+    source = factories.data_source(library.organization, app_name)
+    record = factories.upload(source, file_name, data).file
+    assert wait_for_status(record.pk, timeout=300).status == "ready", file_name
+    return app_create(
+        organization=library.organization, name=app_name, data_source_names=[source.name]
+    )
 
 
 def _cited_pages(execution: QueryExecution, value: str) -> set[int | None]:
@@ -280,14 +284,10 @@ def booking_app(
     library: Library, django_db_blocker: DjangoDbBlocker, corpus: Path
 ) -> Iterator[App]:
     """The corpus's booking order: its labels in one column, their values in the next."""
+    pdf = corpus / BOOKING_PDF
     with django_db_blocker.unblock():
-        source = factories.data_source(library.organization, "Bookings")
-        pdf = corpus / BOOKING_PDF
-        record = factories.upload(source, pdf.name, pdf.read_bytes()).file
-        assert wait_for_status(record.pk, timeout=300).status == "ready"
-        yield app_create(
-            organization=library.organization, name="Bookings", data_source_names=[source.name]
-        )
+        app = _ingested_app(library, "Bookings", pdf.name, pdf.read_bytes())
+    yield app
 
 
 @pytest.mark.parametrize(("question", "pair", "neighbour"), BOOKING_QUESTIONS)
