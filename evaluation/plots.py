@@ -1,25 +1,29 @@
-"""The report's plots, drawn by matplotlib off-screen (Agg: no display needed)."""
+"""The report's plots, drawn by matplotlib off-screen (Agg: no display needed).
+
+matplotlib is imported by the first plot, not with this module: the admin imports
+it, and ~1 s of every web and worker process's start went to a library only a
+report's page uses."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-
-import matplotlib
-
-matplotlib.use("Agg")
-
-from matplotlib.axes import Axes  # after choosing the backend
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from evaluation.models import EvaluationItem
 from evaluation.scoring import DELTA_S_LIMIT
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 PLOT_NAMES = ("delta_s", "latency", "first_correct_rank")
 
 
 def _png(draw: Callable[[Axes], None], title: str) -> bytes:
-    # a Figure object, not pyplot: no global state shared between threads of a server
+    # a Figure object, not pyplot: no global state shared between threads of a server,
+    # and no backend chosen (savefig renders with Agg, off-screen)
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(6, 3.4), dpi=100)
     axes = figure.add_subplot()
     draw(axes)

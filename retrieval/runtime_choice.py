@@ -128,12 +128,13 @@ def measure(encoders: dict[Candidate, Callable[[list[str]], object]]) -> dict[Ca
 
 
 def kernels_seen() -> str:
-    """The instruction set torch's kernels take, as CPUID reports it to this process:
-    a hypervisor or a CPUID mask (``scripts/avx2_only``) can hide instructions that
-    ``/proc/cpuinfo`` still lists, and the libraries choose by CPUID."""
-    import torch
+    """The instruction set the libraries' kernels take, as CPUID reports it to this
+    process: a hypervisor or a CPUID mask (``scripts/avx2_only``) can hide
+    instructions that ``/proc/cpuinfo`` still lists, and the libraries choose by
+    CPUID (``retrieval/cpu.py``)."""
+    from retrieval.cpu import kernels
 
-    return torch.backends.cpu.get_cpu_capability()
+    return kernels()
 
 
 def host_description() -> str:

@@ -376,8 +376,10 @@ def test_document_threads_can_change_and_reach_openvino(paragraphs: list[str]) -
         assert embedder._documents().compiled.get_property("INFERENCE_NUM_THREADS") == 2
     import torch
 
+    assert embedder.model is not None  # torch's model, loaded after the change, takes it
     assert torch.get_num_threads() == 2
     embedder.threads_set(1)
+    assert torch.get_num_threads() == 1  # and a change after it loaded reaches torch
 
 
 def test_documents_fall_back_to_torch_when_openvino_cannot_serve(
