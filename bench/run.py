@@ -39,6 +39,7 @@ BENCHMARKS = (
     "ingest_scaling",
     "retrieval_latency",
     "recall_report",
+    "process_start",
 )
 SCALE_BENCHMARKS = ("retrieval_latency",)  # run(scale=True): long (~1 h the first time)
 SCRIPT_TIMEOUT_SECONDS = 1800
