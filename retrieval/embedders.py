@@ -181,7 +181,8 @@ class MiniLmEmbedder:
         self.model_dir = Path(get_model_path())
         # what the export's encoders read; torch's model loads only where it runs
         self.tokenizer = ModelTokenizer(self.model_dir, MAX_TOKENS)
-        self._model: Any = None
+        self._model: SentenceTransformer | None = None
+        self._model_loading = threading.Lock()
         self._query_encoder: Any = None
         self._encoders_loading = threading.Lock()
         self._threads = self._torch_threads or os.cpu_count() or 1
@@ -198,8 +199,14 @@ class MiniLmEmbedder:
     def model(self) -> SentenceTransformer:
         """sentence-transformers' model in the documents' precision, loaded on first
         use: only the torch path (and measuring it) runs it, so a process embedding
-        through the export never imports torch (``retrieval/model_tokenizer.py``)."""
-        return self._loaded("_model", self._model_load)
+        through the export never imports torch (``retrieval/model_tokenizer.py``).
+        A lock of its own: an encoder's loading may fall back to torch under the
+        encoders' lock."""
+        if self._model is None:
+            with self._model_loading:
+                if self._model is None:
+                    self._model = self._model_load()
+        return self._model
 
     def _model_load(self) -> SentenceTransformer:
         import torch
@@ -347,8 +354,10 @@ class MiniLmEmbedder:
         return self._questions().encode_sentences(list(texts)).tolist()
 
     def unlock_after_fork(self) -> None:
-        """A fresh lock for the encoders' loading (see ``_unlock_after_fork``)."""
+        """Fresh locks for the encoders' and the model's loading (see
+        ``_unlock_after_fork``)."""
         self._encoders_loading = threading.Lock()
+        self._model_loading = threading.Lock()
 
     def _questions(self) -> Any:
         from retrieval.onnx_query import query_encoder
