@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,18 @@ QUESTIONS = [
     "Where did the Normans come from?",
     "operator syntax & | ! ( ) <-> :* 'quoted' \\ back",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _statistics_held(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Both ways must read the same document-frequency estimates: a process keeps
+    them ``STATISTICS_TTL_SECONDS`` and reads them again from ANALYZE's statistics,
+    which autovacuum renews after other tests' inserts. Read once per test here, so
+    an expiry between two searches cannot change a BM25 score (it did once in CI)."""
+    search._statistics.clear()
+    monkeypatch.setattr(search, "STATISTICS_TTL_SECONDS", float("inf"))
+    yield
+    search._statistics.clear()
 
 
 def _pending(library: Library, question: str, **extra: Any) -> search.HybridSearch:
