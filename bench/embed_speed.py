@@ -406,10 +406,10 @@ def quality_gate(
 
 def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
     """Speed per precision and layout, then the quality gate; one JSON-able dict."""
+    from retrieval.cpu import has_native_bf16
     from retrieval.embedders import (
         DEFAULT_PRECISION,
         MiniLmEmbedder,
-        cpu_has_fast_bf16,
         precision_from_env,
     )
 
@@ -417,7 +417,7 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
     requested = (
         precision_from_env() if "PROVENANCE_EMBED_PRECISION" in os.environ else DEFAULT_PRECISION
     )
-    native = cpu_has_fast_bf16()
+    native = has_native_bf16()
     # what the worker runs: with "auto", the path measured fastest on this host
     # (retrieval/runtime_choice.py); bf16 only where the CPU has it natively (measuring
     # an emulated bf16 would only repeat the fp32 rows)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from documents.json_limits import MAX_DOCUMENT_DEPTH, json_loads_bounded
+from retrieval.cpu import has_native_bf16
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -88,14 +89,6 @@ class EmbeddingServiceError(RuntimeError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
-
-
-def cpu_has_fast_bf16() -> bool:
-    """bf16 pays off only with native bf16 instructions (avx512_bf16, AMX); without
-    them oneDNN emulates bf16 and it is no faster than fp32."""
-    from retrieval.cpu import has_native_bf16
-
-    return has_native_bf16()
 
 
 def precision_from_env() -> str:
@@ -173,7 +166,7 @@ class MiniLmEmbedder:
             raise ValueError(f"runtime must be one of {RUNTIMES}, not {self.runtime!r}")
         self._torch_threads = threads or threads_from_env()
         self.batch_size = batch_size
-        self.precision = "bf16" if requested != "fp32" and cpu_has_fast_bf16() else "fp32"
+        self.precision = "bf16" if requested != "fp32" and has_native_bf16() else "fp32"
         if self.runtime == "onnxruntime" and requested == "auto":
             self.precision = "fp32"  # the one precision it runs the export in
         if self.precision == "bf16" and self.runtime == "onnxruntime":
@@ -236,7 +229,7 @@ class MiniLmEmbedder:
             import torch
 
             encoders: dict[Candidate, Callable[[list[str]], object]] = {}
-            for candidate in candidates(cpu_has_fast_bf16()):
+            for candidate in candidates(has_native_bf16()):
                 if candidate == FP32_TORCH:
                     encoders[candidate] = self._torch_documents
                     continue

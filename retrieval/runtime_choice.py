@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from retrieval.cpu import kernels
+
 logger = logging.getLogger(__name__)
 
 MARGIN = 1.10  # a path later in preference must be this much faster to be chosen
@@ -127,16 +129,6 @@ def measure(encoders: dict[Candidate, Callable[[list[str]], object]]) -> dict[Ca
     return best
 
 
-def kernels_seen() -> str:
-    """The instruction set the libraries' kernels take, as CPUID reports it to this
-    process: a hypervisor or a CPUID mask (``scripts/avx2_only``) can hide
-    instructions that ``/proc/cpuinfo`` still lists, and the libraries choose by
-    CPUID (``retrieval/cpu.py``)."""
-    from retrieval.cpu import kernels
-
-    return kernels()
-
-
 def host_description() -> str:
     """The CPU's model (name, family and model numbers), the flags that decide the
     kernels, the kernels the libraries take and the core count: what the choice
@@ -153,7 +145,7 @@ def host_description() -> str:
     return (
         f"{fields.get('model name', 'unknown CPU')} (family {fields.get('cpu family', '?')}"
         f" model {fields.get('model', '?')}); {os.cpu_count()} CPUs; flags {present};"
-        f" kernels {kernels_seen()}"
+        f" kernels {kernels()}"
     )
 
 

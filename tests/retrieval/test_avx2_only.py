@@ -20,12 +20,12 @@ SEEN = """
 import json, sys
 import torch, numpy
 from numpy._core._multiarray_umath import __cpu_features__ as numpy_features
-from retrieval.embedders import cpu_has_fast_bf16
+from retrieval.cpu import has_native_bf16
 from retrieval.runtime_choice import choice_file, host_description
 from pathlib import Path
 print(json.dumps({
     "torch": torch.backends.cpu.get_cpu_capability(),
-    "fast_bf16": cpu_has_fast_bf16(),
+    "fast_bf16": has_native_bf16(),
     "numpy_avx512f": bool(numpy_features.get("AVX512F")),
     "numpy_avx2": bool(numpy_features.get("AVX2")),
     "host": host_description(),

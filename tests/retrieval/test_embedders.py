@@ -19,13 +19,13 @@ import numpy as np
 import onnx
 import pytest
 
+from retrieval.cpu import has_native_bf16
 from retrieval.embedders import (
     EMBED_DIMENSIONS,
     PAD_TO_MULTIPLE,
     EmbeddingServiceError,
     MiniLmEmbedder,
     OpenAiCompatibleEmbedder,
-    cpu_has_fast_bf16,
 )
 from tests.support.corpus import CORPUS
 
@@ -207,7 +207,7 @@ def test_query_encoder_falls_back_to_onnx_runtime_when_openvino_cannot_serve(
     assert "OpenVINO bf16 unavailable" in caplog.text
     assert _cos(encoder.encode(question), fp32.embed_documents([question])[0]) > 0.99999
     monkeypatch.undo()
-    if cpu_has_fast_bf16():  # a graph that compiles but cannot run falls back too
+    if has_native_bf16():  # a graph that compiles but cannot run falls back too
 
         def failing_infer(self: Any, *args: Any, **kwargs: Any) -> None:
             raise RuntimeError("Exception from src/inference/src/cpp/infer_request.cpp")
@@ -279,7 +279,7 @@ def test_query_threads_come_from_the_environment_and_change_nothing_but_speed(
         monkeypatch.setenv("PROVENANCE_QUERY_THREADS", bad)
         with pytest.raises(ImproperlyConfigured, match="PROVENANCE_QUERY_THREADS"):
             query_encoder(fp32.model_dir, fp32.model.tokenizer)
-    if cpu_has_fast_bf16():  # the bf16 encoder takes the same setting
+    if has_native_bf16():  # the bf16 encoder takes the same setting
         monkeypatch.setenv("PROVENANCE_QUERY_THREADS", "1")
         bf16 = query_encoder(fp32.model_dir, fp32.model.tokenizer, "bf16")
         assert isinstance(bf16, OpenVinoQueryEncoder)
@@ -344,7 +344,7 @@ def test_bf16_documents_run_through_openvino_in_input_order(
     from retrieval.onnx_query import OpenVinoQueryEncoder
 
     fast = MiniLmEmbedder(batch_size=16, precision="bf16")  # asked for, not measured
-    if not cpu_has_fast_bf16():
+    if not has_native_bf16():
         assert fast.precision == "fp32" and fast.documents_runtime == "onnxruntime"
         return
     assert fast.documents_runtime == "openvino" and fp32.documents_runtime == "torch"
@@ -477,7 +477,7 @@ def test_bf16_cannot_be_asked_of_onnx_runtime() -> None:
     """ONNX Runtime runs the export in fp32 only: ``auto`` resolves to fp32 there,
     and bf16 asked for on a CPU that has it is refused before the model loads."""
     assert MiniLmEmbedder(precision="auto", runtime="onnxruntime").precision == "fp32"
-    if cpu_has_fast_bf16():
+    if has_native_bf16():
         with pytest.raises(ValueError, match="fp32"):
             MiniLmEmbedder(precision="bf16", runtime="onnxruntime")
     else:  # bf16 without native support is fp32 already

@@ -4,10 +4,6 @@ less of every worker's and web process's start."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +13,9 @@ from retrieval.cpu import has_native_bf16, kernels
 from retrieval.embedders import MiniLmEmbedder
 from retrieval.model_tokenizer import ModelTokenizer
 from retrieval.onnx_query import MAX_TOKENS
+from tests.support.child_python import child_json
 from tests.support.corpus import CORPUS
 
-ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = [
     "",
     " ",
@@ -93,11 +89,10 @@ def test_the_cpu_is_seen_as_torch_sees_it() -> None:
 
 @pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
 def test_a_process_embedding_through_the_export_never_imports_torch(
-    runtime: str, torch_model: MiniLmEmbedder, tmp_path: Path
+    runtime: str, torch_model: MiniLmEmbedder
 ) -> None:
     torch_model.embed_query("export the graph first")  # the export needs torch, once
-    script = tmp_path / "embed.py"
-    script.write_text(
+    script = (
         "import json, sys\n"
         "import django\n"
         "django.setup()\n"
@@ -113,23 +108,8 @@ def test_a_process_embedding_through_the_export_never_imports_torch(
         "}\n"
         "print(json.dumps(out))\n"
     )
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "provenance_site.settings.test",
-        "PYTHONPATH": str(ROOT),
-        "PROVENANCE_EMBED_PRECISION": "fp32",
-        "PROVENANCE_EMBED_RUNTIME": runtime,
-    }
-    run = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    env = {"PROVENANCE_EMBED_PRECISION": "fp32", "PROVENANCE_EMBED_RUNTIME": runtime}
+    out, _ = child_json(script, env, timeout=120)
     assert out["loaded"] == []
     assert out["runtime"] == runtime
     reference = torch_model.embed_documents(["Invoices are kept for seven years."])[0]

@@ -6,19 +6,16 @@ runserver and gunicorn do, against this test database.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import urllib.parse
-from pathlib import Path
 
 import pytest
 from django.db import connection
 
+from tests.support.child_python import child_json
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, threading
 import provenance_site.wsgi
@@ -47,23 +44,9 @@ def _test_database_url() -> str:
 
 
 def _probe(**env: str) -> dict:
-    environment = os.environ | {
-        "DATABASE_URL": _test_database_url(),
-        "DJANGO_SETTINGS_MODULE": "provenance_site.settings.test",
-        "HF_HUB_OFFLINE": "1",
-        **env,
-    }
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "warming the query path failed" not in proc.stderr, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out, stderr = child_json(PROBE, {"DATABASE_URL": _test_database_url(), **env})
+    assert "warming the query path failed" not in stderr, stderr[-3000:]
+    return out
 
 
 def test_the_web_entry_point_warms_the_query_path() -> None:
