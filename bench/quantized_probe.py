@@ -2,7 +2,7 @@
 are its vectors? A probe, not a path of the product: the issue allows int8 only
 if it passes the top-10 gate against fp32 (``embed_speed.GATE``).
 
-Quantises the cached fp32 export four ways with ONNX Runtime's tools:
+Quantises the cached fp32 export six ways with ONNX Runtime's tools:
 
 - ``int8 dynamic``: every matrix product and the fused attention, weights per
   channel, activations quantised per batch at run time;
@@ -18,6 +18,14 @@ Quantises the cached fp32 export four ways with ONNX Runtime's tools:
   output stays fp32: smoothing made its error larger (overlap 0.95 -> 0.89 on
   the Xeon of 2026-11-29), as its outliers are tokens, not channels. Channel
   maxima from the speed texts (a different cut of the same articles).
+- ``int8 per token`` (ZeroQuant's scheme, Yao et al., 2022): every weight product,
+  the fused attention's QKV included (then ``MultiHeadAttention`` on its output),
+  as ``MatMulInteger`` of activations quantised per token (one symmetric scale
+  per row, so a token with large values does not coarsen the others) and 7-bit
+  weights per output channel. u8 x s7 pairs cannot saturate AVX2's
+  ``vpmaddubsw``, so the integer product is exact and the error is the rounding
+  alone. ``int8 per token, feed-forward only`` keeps QKV and the attention
+  output in fp32.
 
 Speed: texts/s on one thread (as one worker process embeds), 64 SQuAD chunks of
 200 tokens in the worker's forward batches, the best of three rounds in a row
@@ -162,6 +170,100 @@ def smoothed_export(fp32: Path, target: Path, tokenizer: Any, calibration: list[
     return target
 
 
+PER_TOKEN_WEIGHT_BITS = 7  # u8 x s7 pairs stay under vpmaddubsw's int16 saturation
+
+
+def feed_forward(node_name: str) -> bool:
+    """A layer's FFN in (``intermediate/dense``) or out (``layer.N/output/dense``)."""
+    return "intermediate/dense" in node_name or (
+        "/output/dense" in node_name and "/attention/" not in node_name
+    )
+
+
+def per_token_export(
+    fp32: Path, target: Path, *, only: Callable[[str], bool] = lambda name: True
+) -> Path:
+    """``fp32`` with its weight products (those whose node name ``only`` accepts) as
+    per-token int8 (see the module's docstring)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(fp32))
+    weights = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    constants: dict[str, np.generic] = {
+        "pt_eps": np.float32(1e-8),
+        "pt_127": np.float32(127),
+        "pt_128": np.float32(128),
+        "pt_zero_a": np.uint8(128),
+        "pt_zero_b": np.int8(0),
+    }
+    added = [numpy_helper.from_array(np.array(v), k) for k, v in constants.items()]
+    nodes: list[Any] = []
+
+    def product(x: str, weight: np.ndarray, tag: str) -> str:
+        """Nodes computing ``x @ weight`` in int8; returns the fp32 result's name."""
+        top = 2 ** (PER_TOKEN_WEIGHT_BITS - 1) - 1
+        scale = np.maximum(np.abs(weight).max(axis=0), 1e-8) / top
+        quantised = np.clip(np.round(weight / scale), -top, top).astype(np.int8)
+        added.extend(
+            [
+                numpy_helper.from_array(quantised, f"{tag}_w"),
+                numpy_helper.from_array(scale.astype(np.float32), f"{tag}_w_scale"),
+            ]
+        )
+        steps: list[tuple[str, list[str], str, dict[str, Any]]] = [  # op, in, out, attributes
+            ("Abs", [x], "abs", {}),
+            ("ReduceMax", [f"{tag}_abs"], "peak", {"axes": [-1], "keepdims": 1}),
+            ("Max", [f"{tag}_peak", "pt_eps"], "peak1", {}),
+            ("Div", ["pt_127", f"{tag}_peak1"], "inverse", {}),
+            ("Div", [f"{tag}_peak1", "pt_127"], "scale", {}),
+            ("Mul", [x, f"{tag}_inverse"], "scaled", {}),
+            ("Round", [f"{tag}_scaled"], "rounded", {}),
+            ("Add", [f"{tag}_rounded", "pt_128"], "shifted", {}),
+            ("Cast", [f"{tag}_shifted"], "u8", {"to": onnx.TensorProto.UINT8}),
+            ("MatMulInteger", [f"{tag}_u8", f"{tag}_w", "pt_zero_a", "pt_zero_b"], "i32", {}),
+            ("Cast", [f"{tag}_i32"], "f32", {"to": onnx.TensorProto.FLOAT}),
+            ("Mul", [f"{tag}_f32", f"{tag}_w_scale"], "by_weight", {}),
+            ("Mul", [f"{tag}_by_weight", f"{tag}_scale"], "out", {}),
+        ]
+        for op, inputs, output, attributes in steps:
+            nodes.append(helper.make_node(op, inputs, [f"{tag}_{output}"], **attributes))
+        return f"{tag}_out"
+
+    for index, node in enumerate(model.graph.node):
+        wanted = only(node.name)
+        tag = f"pt{index}"
+        if node.op_type == "MatMul" and node.input[1] in weights and wanted:
+            result = product(node.input[0], weights[node.input[1]], tag)
+            nodes.append(helper.make_node("Identity", [result], list(node.output)))
+        elif node.op_type == "Attention" and wanted:
+            qkv = product(node.input[0], weights[node.input[1]], tag)
+            hidden = weights[node.input[1]].shape[1] // 3
+            added.append(numpy_helper.from_array(np.array([hidden] * 3), f"{tag}_split"))
+            heads = next(a.i for a in node.attribute if a.name == "num_heads")
+            parts = [f"{tag}_{name}" for name in ("q", "k", "v")]
+            nodes += [
+                helper.make_node("Add", [qkv, node.input[2]], [f"{tag}_qkv"]),
+                helper.make_node("Split", [f"{tag}_qkv", f"{tag}_split"], parts, axis=-1),
+                helper.make_node(
+                    "MultiHeadAttention",
+                    [*parts, "", node.input[3]],  # no bias (added above), key lengths
+                    list(node.output),
+                    domain="com.microsoft",
+                    num_heads=heads,
+                ),
+            ]
+        else:
+            nodes.append(node)
+    used = {name for node in nodes for name in node.input}
+    kept = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.node[:], model.graph.initializer[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.extend(kept + added)
+    onnx.save(model, str(target))
+    return target
+
+
 def texts_per_s(encode: Callable[[list[str]], object], texts: list[str]) -> float:
     encode(texts[:16])
     best = 0.0
@@ -208,6 +310,10 @@ def measure() -> dict[str, Any]:
         files = quantised_exports(fp32, Path(folder))
         files["int8 dynamic, smoothed"] = smoothed_export(
             fp32, Path(folder) / "smoothed.onnx", tokenizer, speed
+        )
+        files["int8 per token"] = per_token_export(fp32, Path(folder) / "per-token.onnx")
+        files["int8 per token, feed-forward only"] = per_token_export(
+            fp32, Path(folder) / "per-token-ffn.onnx", only=feed_forward
         )
         for name, file in files.items():
             encoder = OnnxQueryEncoder(file, tokenizer, threads=1)
