@@ -418,7 +418,7 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
         precision_from_env() if "PROVENANCE_EMBED_PRECISION" in os.environ else DEFAULT_PRECISION
     )
     native = has_native_bf16()
-    # what the worker runs: with "auto", the path measured fastest on this host
+    # what the worker runs: with "auto", the path measured on this host
     # (retrieval/runtime_choice.py); bf16 only where the CPU has it natively (measuring
     # an emulated bf16 would only repeat the fp32 rows)
     choice = MiniLmEmbedder(precision="auto", threads=1).choice if requested == "auto" else None
@@ -471,13 +471,16 @@ def run(quick: bool = False, use_cache: bool = True) -> dict[str, Any]:
 
 def to_markdown(result: dict[str, Any]) -> str:
     """The figures a reader wants first: chunks/s per layout and the gate."""
+    from retrieval.runtime_choice import MARGIN
+
     q = result["quality"]
     requested = result.get("requested_precision", result["chosen_precision"])
     chosen = result["chosen_precision"]
     if measured := result.get("measured_choice"):
         chosen = (
-            f"{measured['precision']} on {measured['runtime']} (measured fastest on this host, "
-            f"texts/s on one thread: {measured['texts_per_s']})"
+            f"{measured['precision']} on {measured['runtime']} (the first path in preference "
+            f"within {MARGIN:.2f}x of the fastest measured on this host, texts/s on one thread: "
+            f"{measured['texts_per_s']})"
         )
     elif requested != chosen:
         chosen = f"{chosen} ({requested} requested; this CPU has no native {requested})"

@@ -49,3 +49,18 @@ def _warm_embedder(**_: object) -> None:
         embedder = default_embedder()
         if isinstance(embedder, MiniLmEmbedder):
             embedder.embed_documents(["warm-up"])
+
+
+@worker_process_init.connect  # after the embedder's warm-up: its environment is final
+def _start_conversion_fork_server(**_: object) -> None:
+    """Conversion children forked from a process that has imported PyMuPDF: a
+    file's conversion no longer waits ~0.5 s for it (``converters/fork_server.py``)."""
+    from django.conf import settings
+
+    from documents.converters.sandbox import fork_server_start
+
+    if settings.PROVENANCE_CONVERT_FORK_SERVER:
+        fork_server_start(
+            timeout_s=settings.PROVENANCE_CONVERT_TIMEOUT_SECONDS,
+            memory_mb=settings.PROVENANCE_CONVERT_MEMORY_MB,
+        )

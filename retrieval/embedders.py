@@ -5,9 +5,10 @@ Environment switches (read when an embedder is built, so no settings needed):
 
 ``PROVENANCE_EMBED_PRECISION``
     ``auto`` (default), ``bf16`` or ``fp32`` for the local model. ``auto`` with
-    runtime ``auto``: the path measured fastest on this host among bf16 on
-    OpenVINO (only with native bf16: avx512_bf16 / AMX), fp32 on ONNX Runtime,
-    fp32 on OpenVINO and fp32 on torch (``retrieval/runtime_choice.py``). bf16
+    runtime ``auto``: measured on this host, the first path in preference within
+    ``runtime_choice.MARGIN`` of the fastest among bf16 on OpenVINO (only with
+    native bf16: avx512_bf16 / AMX), fp32 on ONNX Runtime, fp32 on OpenVINO and
+    fp32 on torch (``retrieval/runtime_choice.py``). bf16
     keeps top-10 retrieval within the fp32 model's (``bench/embed_speed.py``);
     CPUs without native bf16 fall back to fp32, where bf16 would be slower.
 ``PROVENANCE_EMBED_RUNTIME``
@@ -132,7 +133,7 @@ class MiniLmEmbedder:
     """sentence-transformers/all-MiniLM-L6-v2: 384 dimensions, mean pooling, L2-normalised.
 
     ``precision`` defaults to ``PROVENANCE_EMBED_PRECISION`` (``auto`` unless set:
-    the path measured fastest on this host, ``retrieval/runtime_choice.py``); bf16
+    the path measured on this host, ``retrieval/runtime_choice.py``); bf16
     is used only where the CPU runs it natively, and ``self.precision`` says which
     one is in effect for documents. Queries run the same weights in the same
     precision through an exported graph (``retrieval/onnx_query.py``), which is

@@ -11,7 +11,9 @@ reason}`` JSON to OUT. KIND ``pdf-words`` answers a PDF's words page by page
 instead, for boxes narrowed at the chunk stage. While it converts, the child
 keeps ``done total`` (pages) in the PROGRESS file, replaced whole at most
 every ``PROGRESS_WRITE_SECONDS``; the parent reads it as it waits and passes
-it on (the worker shows it to the user).
+it on (the worker shows it to the user). In a worker process the child is
+forked, with the same arguments, from a server that has set the limits and
+imported the converters (``... sandbox --fork-server``, ``fork_server.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from documents.converters import fork_server
 from documents.converters.base import Conversion, ConversionError, ProgressReport
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -100,23 +103,24 @@ def _run_child(
 ) -> object:
     """What the child answered as ``ok``; its error, limit or crash as ``ConversionError``."""
     timeout_text = f"{timeout_s:g}"
+    env = _child_env(timeout_s, memory_mb)
     with tempfile.TemporaryDirectory(prefix="convert-") as tmp:
         src, out = Path(tmp) / "input", Path(tmp) / "output.json"
         pages = Path(tmp) / "progress"
         src.write_bytes(data)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
-        env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        env["OMP_NUM_THREADS"] = "1"
-        env[LIMITS_ENV] = f"{memory_mb} {max(1, int(timeout_s) + 1)}"
-        command = [sys.executable, "-m", "documents.converters.sandbox", kind, str(src), str(out)]
-        with subprocess.Popen(
-            [*command, str(pages)] if progress else command,
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        ) as proc:
+        job = [kind, str(src), str(out), *([str(pages)] if progress else [])]
+        proc: subprocess.Popen[bytes] | fork_server.ForkedChild | None
+        proc = fork_server.job_start(job, Path(tmp), env)
+        if proc is None:  # no fork server here: a cold child
+            proc = subprocess.Popen(
+                [sys.executable, "-m", fork_server.MODULE, *job],
+                cwd=PROJECT_ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        with proc:
             try:
                 stderr_bytes = _wait(proc, timeout_s, pages if progress else None, progress, poll_s)
             except subprocess.TimeoutExpired as exc:
@@ -160,8 +164,26 @@ def _run_child(
     )
 
 
+def fork_server_start(*, timeout_s: float, memory_mb: int) -> None:
+    """Fork this process's conversion children under these limits from a server
+    that has imported the converters (``fork_server.py``): a worker process asks
+    when it starts, so its files wait for no import."""
+    fork_server.server_start(_child_env(timeout_s, memory_mb), PROJECT_ROOT)
+
+
+def _child_env(timeout_s: float, memory_mb: int) -> dict[str, str]:
+    # pytest renames the running test in PYTEST_CURRENT_TEST at every phase; a fork
+    # server serves jobs of its own environment only, which must not change with it
+    dropped = ("DJANGO_", "PYTEST_CURRENT_TEST")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env["PYTHONPATH"] = str(PROJECT_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    env[LIMITS_ENV] = f"{memory_mb} {max(1, int(timeout_s) + 1)}"
+    return env
+
+
 def _wait(
-    proc: subprocess.Popen,
+    proc: subprocess.Popen[bytes] | fork_server.ForkedChild,
     timeout_s: float,
     pages: Path | None,
     progress: ProgressReport | None,
@@ -245,4 +267,7 @@ def _child(kind: str, src: str, out: str, pages: str | None = None) -> int:
 
 if __name__ == "__main__":
     _limits_apply(os.environ[LIMITS_ENV])  # no limits, no conversion
+    if sys.argv[1:] == [fork_server.SERVE_ARG]:  # imports once, forks a child per job
+        fork_server.serve(_child)
+        sys.exit(0)
     sys.exit(_child(*sys.argv[1:5]))

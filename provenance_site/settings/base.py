@@ -176,6 +176,9 @@ PROVENANCE_SEARCH_THREADS = env_int(
 )
 PROVENANCE_CONVERT_TIMEOUT_SECONDS = env_int("PROVENANCE_CONVERT_TIMEOUT_SECONDS", 300, minimum=1)
 PROVENANCE_CONVERT_MEMORY_MB = env_int("PROVENANCE_CONVERT_MEMORY_MB", 2048, minimum=64)
+# a worker process forks its conversion children from a server that imported the
+# converters (~150 MB), instead of starting each one cold
+PROVENANCE_CONVERT_FORK_SERVER = env_bool("PROVENANCE_CONVERT_FORK_SERVER", True)
 # a stage's lease on its file, renewed every third of it by a heartbeat of the process
 # doing the work (documents/leases.py): a dead worker's file is taken over within
 # lease + sweep seconds
