@@ -39,7 +39,6 @@ JOBS_PER_SERVER = 1000
 FORK_WAIT_S = 5.0  # the server answers a job with its child's pid within this
 _POLL_S = 0.005  # how often the parent looks for the child's exit status
 
-_Key = tuple[tuple[str, str], ...]
 _lock = threading.Lock()
 
 
@@ -77,12 +76,18 @@ def server_pid() -> int | None:
     return alive[0] if alive else None
 
 
-def job_start(job: list[str], folder: Path, env: dict[str, str]) -> ForkedChild | None:
-    """``job`` (``KIND IN OUT [PROGRESS]``) forked by this process's server, or
-    ``None`` when it keeps none for this environment (start a cold child)."""
+def child_start(
+    job: list[str], folder: Path, env: dict[str, str], cwd: Path
+) -> subprocess.Popen[bytes] | ForkedChild:
+    """The child running ``job`` (``KIND IN OUT [PROGRESS]``): forked by this
+    process's server, or started cold where it keeps none for this environment."""
+    return _forked(job, folder, env) or _popen(job, env, cwd, server=False)
+
+
+def _forked(job: list[str], folder: Path, env: dict[str, str]) -> ForkedChild | None:
     with _lock:
         wanted = _conf["env"]
-        if not isinstance(wanted, dict) or _key(env) != _key(wanted):
+        if not isinstance(wanted, dict) or env != wanted:
             return None
         server = _ensure()
         request = json.dumps({"job": job, "folder": str(folder)}).encode() + b"\n"
@@ -200,16 +205,23 @@ def _ensure() -> _Server:
         return _running[0]
     env, cwd = _conf["env"], _conf["cwd"]
     assert isinstance(env, dict) and isinstance(cwd, Path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", MODULE, SERVE_ARG],
+    _replace(_Server(_popen([SERVE_ARG], env, cwd, server=True)))
+    return _running[0]
+
+
+def _popen(
+    args: list[str], env: dict[str, str], cwd: Path, *, server: bool
+) -> subprocess.Popen[bytes]:
+    """``python -m documents.converters.sandbox ARGS``: a server reads jobs on its
+    stdin; a cold child's stderr holds the reasons its parent reads."""
+    return subprocess.Popen(
+        [sys.executable, "-m", MODULE, *args],
         cwd=cwd,
         env=env,
-        stdin=subprocess.PIPE,
+        stdin=subprocess.PIPE if server else subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if server else subprocess.PIPE,
     )
-    _replace(_Server(proc))
-    return _running[0]
 
 
 def _replace(new: _Server | None) -> None:
@@ -226,10 +238,6 @@ def _replace(new: _Server | None) -> None:
             old.proc.wait()
     if new is not None:
         _running.append(new)
-
-
-def _key(env: dict[str, str]) -> _Key:
-    return tuple(sorted(env.items()))
 
 
 atexit.register(server_stop)

@@ -109,17 +109,7 @@ def _run_child(
         pages = Path(tmp) / "progress"
         src.write_bytes(data)
         job = [kind, str(src), str(out), *([str(pages)] if progress else [])]
-        proc: subprocess.Popen[bytes] | fork_server.ForkedChild | None
-        proc = fork_server.job_start(job, Path(tmp), env)
-        if proc is None:  # no fork server here: a cold child
-            proc = subprocess.Popen(
-                [sys.executable, "-m", fork_server.MODULE, *job],
-                cwd=PROJECT_ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
+        proc = fork_server.child_start(job, Path(tmp), env, PROJECT_ROOT)
         with proc:
             try:
                 stderr_bytes = _wait(proc, timeout_s, pages if progress else None, progress, poll_s)
