@@ -23,7 +23,11 @@ ARG TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
 RUN pip install torch==2.13.0 ${TORCH_PIP_ARGS}
 COPY pyproject.toml README.md ./
 COPY . .
+# pip compiles what it installs; the application's own modules are compiled here, since
+# PYTHONDONTWRITEBYTECODE (and a user who cannot write to /app) would otherwise have
+# every process compile them at each start
 RUN pip install -e . \
+ && python -m compileall -q provenance_site core documents retrieval citations audit evaluation \
  && DATABASE_URL=postgres://build@localhost/build DJANGO_SECRET_KEY=build \
     DJANGO_SETTINGS_MODULE=provenance_site.settings.production \
     PROVENANCE_AUDIT_KEY=build-only-key-not-used-at-run-time python manage.py collectstatic --noinput -v 0

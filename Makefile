@@ -12,7 +12,11 @@ export HF_HUB_OFFLINE := 1
 # each cached module's hash, so a cache from another checkout or commit stays sound)
 export MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/provenance/mypy
 
-.PHONY: install run test lint format bench services clean
+# the project's own modules, compiled before a run: where PYTHONDONTWRITEBYTECODE is set,
+# every process (workers, gunicorn, the suite's children) would compile them at each start
+SOURCES := provenance_site core documents retrieval citations audit evaluation bench scripts tests
+
+.PHONY: install bytecode run test lint format bench services clean
 
 install: $(VENV)/.installed
 
@@ -22,13 +26,16 @@ $(VENV)/.installed: pyproject.toml scripts/install.sh
 	mkdir -p var/static  # STATIC_ROOT: WhiteNoise warns at every start while it is missing
 	touch $@
 
-run: install
+bytecode: install
+	$(PY) -m compileall -qq -j 0 $(SOURCES) manage.py
+
+run: install bytecode
 	PORT=$(PORT) ./scripts/run.sh
 
 services:
 	./scripts/ensure_services.sh
 
-test: install services
+test: install bytecode services
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
@@ -41,7 +48,7 @@ format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: install
+bench: install bytecode
 	$(PY) bench/run.py
 
 clean:

@@ -31,3 +31,11 @@ done
 uv() { "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" ${sources[@]+"${sources[@]}"} "$@"; }
 uv "$TORCH"
 uv -e ".[dev]"
+
+# Bytecode for every installed module, as pip writes it and uv does not: where
+# PYTHONDONTWRITEBYTECODE is set (containers, CI sandboxes), a process would otherwise
+# compile each module it imports from source at every start: ~4 s instead of ~2 s
+# for a worker or web process's imports, ~0.9 s instead of ~0.3 s for a cold
+# conversion child's, on a 2-vCPU EPYC. Up-to-date files are skipped; a file no
+# Python 3 parses (a package's Python 2 example) is left to fail where it is imported.
+"$VENV/bin/python" -m compileall -qq -j 0 "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true

@@ -4,18 +4,21 @@ A fresh child per conversion is the sandbox's isolation, but importing PyMuPDF
 in it took 0.56 s of a 100-page PDF's 0.87 s conversion (AMD EPYC Zen 5), and
 as much CPU again for the page-words child beside it, for every upload. So a
 worker process (``PROVENANCE_CONVERT_FORK_SERVER``, on by default; ~150 MB)
-keeps one *fork server*: a child that set the sandbox's limits, imported every
-converter, and never reads a file itself. For each job it forks a monitor,
-which forks the job's child and writes that child's pid and, once it ends, its
-exit status into the job's folder; the child's stderr goes to a file there.
-The job's child inherits the limits (with its own CPU-time count, as the kernel
-keeps one per process) and a copy of a process that has read no other file.
+keeps one *fork server*: a child that set the sandbox's memory and core limits,
+imported every converter, and never reads a file itself. For each job it forks a
+monitor, which sets the CPU-time limit, forks the job's child and writes that
+child's pid and, once it ends, its exit status into the job's folder; the
+child's stderr goes to a file there. The job's child inherits the limits (with
+its own CPU-time count, as the kernel keeps one per process) and a copy of a
+process that has read no other file. The server holds no CPU-time limit of its
+own: its imports (~1 s of CPU on a slow host, more where no bytecode is on
+disk) would count against a job's seconds, and a short limit killed it.
 Any other process, or a job whose environment differs from the server's (the
 test fault hook, a CPUID mask), starts a cold child instead.
 
 The server exits at end of file on stdin, so it never outlives its worker
-process, and is replaced after ``JOBS_PER_SERVER`` jobs, so its own CPU time
-stays far under its limit.
+process, and is replaced after ``JOBS_PER_SERVER`` jobs, so nothing it
+accumulates grows without bound.
 """
 
 from __future__ import annotations
@@ -149,9 +152,10 @@ class ForkedChild:
             self.communicate(timeout=10)
 
 
-def serve(child: Callable[..., int]) -> None:
+def serve(child: Callable[..., int], job_limits: Callable[[], None]) -> None:
     """The server's side: import every converter, then fork a monitor per job read
-    from stdin until end of file."""
+    from stdin until end of file; ``job_limits`` bounds each monitor and the job's
+    child it forks."""
     from documents.converters import KINDS, converter_for
 
     for kind in KINDS:
@@ -162,12 +166,16 @@ def serve(child: Callable[..., int]) -> None:
     for line in sys.stdin.buffer:
         request = json.loads(line)
         if os.fork() == 0:
-            _monitor(child, request["job"], Path(request["folder"]))
+            _monitor(child, job_limits, request["job"], Path(request["folder"]))
 
 
-def _monitor(child: Callable[..., int], job: list[str], folder: Path) -> None:
-    """Fork the job's child, then record its pid and exit status in ``folder``."""
+def _monitor(
+    child: Callable[..., int], job_limits: Callable[[], None], job: list[str], folder: Path
+) -> None:
+    """Fork the job's child under ``job_limits``, then record its pid and exit status
+    in ``folder``."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    job_limits()  # a forked process's CPU time starts at nothing: the job's own count
     pid = os.fork()
     if pid == 0:
         _job_run(child, job, folder)

@@ -53,15 +53,18 @@ _KIND_NAMES = {
 }
 
 
-def _limits_apply(limits: str) -> None:
+def _limits_apply(limits: str, *, cpu: bool = True) -> None:
     """The child bounds itself before it reads the file: address space, CPU time, no
     core dumps. The parent does not set them between fork and exec (``preexec_fn``):
     Python code there can deadlock a child forked from a threaded worker (OpenVINO's
-    and the page-words reader's threads), and the parent then waits on it for ever."""
+    and the page-words reader's threads), and the parent then waits on it for ever.
+    A fork server holds no CPU-time limit (``cpu=False``): its imports are no job's
+    seconds, and under a short limit they killed it; each job's monitor sets it."""
     memory_mb, cpu_s = (int(n) for n in limits.split())
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    if cpu:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
@@ -256,8 +259,10 @@ def _child(kind: str, src: str, out: str, pages: str | None = None) -> int:
 
 
 if __name__ == "__main__":
-    _limits_apply(os.environ[LIMITS_ENV])  # no limits, no conversion
+    limits = os.environ[LIMITS_ENV]  # no limits, no conversion
     if sys.argv[1:] == [fork_server.SERVE_ARG]:  # imports once, forks a child per job
-        fork_server.serve(_child)
+        _limits_apply(limits, cpu=False)
+        fork_server.serve(_child, lambda: _limits_apply(limits))
         sys.exit(0)
+    _limits_apply(limits)
     sys.exit(_child(*sys.argv[1:5]))

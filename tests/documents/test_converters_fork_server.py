@@ -114,6 +114,33 @@ def test_the_forked_child_holds_the_limits(server: int) -> None:
     assert held["Max core file size"] == ["0", "0"]
 
 
+def _held(pid: int) -> dict[str, list[str]]:
+    text = Path(f"/proc/{pid}/limits").read_text()
+    return {line[:26].strip(): line[26:].split()[:2] for line in text.splitlines()[1:]}
+
+
+def test_the_server_holds_no_cpu_limit_of_its_own() -> None:
+    """Its imports are no job's seconds: under a job's limit of 1 CPU-second (a
+    time-out under 1 s) a slow host's imports killed the server before any job."""
+    fork_server_start(timeout_s=0.001, memory_mb=1500)
+    try:
+        pid = fork_server.server_pid()
+        assert pid is not None
+        deadline = time.monotonic() + 30
+        while (held := _held(pid))["Max core file size"] != ["0", "0"]:  # set at its start
+            assert time.monotonic() < deadline, held
+            time.sleep(0.02)
+        assert held["Max address space"] == [str(1500 * 1024 * 1024)] * 2
+        assert held["Max cpu time"] == ["unlimited", "unlimited"]
+        # its imports done, it still serves: the job fails on its own limit, not for want
+        # of a server
+        with pytest.raises(ConversionError, match=r"^conversion took longer than 0.001 s"):
+            convert_isolated(PDF.read_bytes(), "pdf", timeout_s=0.001, memory_mb=1500)
+        assert fork_server.server_pid() == pid
+    finally:
+        fork_server.server_stop()
+
+
 def test_a_forked_childs_crash_is_reported_and_the_server_survives(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
