@@ -27,7 +27,7 @@ $(VENV)/.installed: pyproject.toml scripts/install.sh
 	touch $@
 
 bytecode: install
-	$(PY) -m compileall -qq -j 0 $(SOURCES) manage.py
+	$(PY) -m compileall -q -j 0 $(SOURCES)
 
 run: install bytecode
 	PORT=$(PORT) ./scripts/run.sh

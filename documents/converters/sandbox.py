@@ -12,8 +12,9 @@ instead, for boxes narrowed at the chunk stage. While it converts, the child
 keeps ``done total`` (pages) in the PROGRESS file, replaced whole at most
 every ``PROGRESS_WRITE_SECONDS``; the parent reads it as it waits and passes
 it on (the worker shows it to the user). In a worker process the child is
-forked, with the same arguments, from a server that has set the limits and
-imported the converters (``... sandbox --fork-server``, ``fork_server.py``).
+forked, with the same arguments, from a server that has set the memory and
+core limits and imported the converters (``... sandbox --fork-server``,
+``fork_server.py``); each job's CPU-time limit is set for it, not the server.
 """
 
 from __future__ import annotations

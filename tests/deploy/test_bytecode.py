@@ -16,7 +16,7 @@ from tests.support.child_python import ROOT, child_json
 
 # what a worker process imports before its first task, and a conversion child's parser
 _WORKER_START = """
-import importlib.util, json, sys
+import importlib.util, json, os, sys
 import django
 django.setup()
 import provenance_site.celery, documents.tasks, retrieval.embedders, rest_framework
@@ -32,7 +32,7 @@ def stale(module):
         header = open(spec.cached, "rb").read(16)
     except OSError:
         return "missing"
-    stat = __import__("os").stat(origin)
+    stat = os.stat(origin)
     if header[:4] != importlib.util.MAGIC_NUMBER:
         return "other Python"
     flags = int.from_bytes(header[4:8], "little")
@@ -43,10 +43,13 @@ def stale(module):
         return "out of date"
     return None
 
+# what make install and make bytecode write: the virtualenv's modules and the project's
+# (the interpreter's own standard library is its installer's)
+ours = (os.path.join(sys.prefix, ""), os.path.join(os.getcwd(), ""))
 checked, bad = [], []
 for name, module in list(sys.modules.items()):
     origin = getattr(getattr(module, "__spec__", None), "origin", None) or ""
-    if origin.endswith(".py"):
+    if origin.endswith(".py") and origin.startswith(ours):
         checked.append(origin)
         problem = stale(module)
         if problem:
