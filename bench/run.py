@@ -40,6 +40,7 @@ BENCHMARKS = (
     "retrieval_latency",
     "recall_report",
     "process_start",
+    "fp32_roofline",
 )
 SCALE_BENCHMARKS = ("retrieval_latency",)  # run(scale=True): long (~1 h the first time)
 SCRIPT_TIMEOUT_SECONDS = 1800

@@ -175,7 +175,8 @@ class MiniLmEmbedder:
         self.model_dir = Path(get_model_path())
         # what the export's encoders read; torch's model loads only where it runs
         self.tokenizer = ModelTokenizer(self.model_dir, MAX_TOKENS)
-        self._model: SentenceTransformer | None = None
+        # torch's model with the precision it was loaded in
+        self._model: tuple[str, SentenceTransformer] | None = None
         self._model_loading = threading.Lock()
         self._query_encoder: Any = None
         self._encoders_loading = threading.Lock()
@@ -196,13 +197,22 @@ class MiniLmEmbedder:
         through the export never imports torch (``retrieval/model_tokenizer.py``).
         A lock of its own: an encoder's loading may fall back to torch under the
         encoders' lock."""
-        if self._model is None:
-            with self._model_loading:
-                if self._model is None:
-                    self._model = self._model_load()
-        return self._model
+        return self._torch_model(self.precision)
 
-    def _model_load(self) -> SentenceTransformer:
+    def _torch_model(self, precision: str) -> SentenceTransformer:
+        """torch's model in ``precision``, loaded again if it was loaded in another: the
+        runtime choice measures torch in fp32 while the documents' precision is still
+        bf16, and a torch model kept from then would embed in the other precision."""
+        loaded = self._model
+        if loaded is None or loaded[0] != precision:
+            with self._model_loading:
+                loaded = self._model
+                if loaded is None or loaded[0] != precision:
+                    loaded = (precision, self._model_load(precision))
+                    self._model = loaded
+        return loaded[1]
+
+    def _model_load(self, precision: str) -> SentenceTransformer:
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -211,7 +221,7 @@ class MiniLmEmbedder:
         model = SentenceTransformer(str(self.model_dir), device="cpu")
         # torch types a module's attributes as Tensor | Module: this one is a plain dict
         model[0].processing_kwargs = {"text": {"pad_to_multiple_of": PAD_TO_MULTIPLE}}  # type: ignore[assignment]
-        if self.precision == "bf16":
+        if precision == "bf16":
             model.to(torch.bfloat16)
         return model.eval()
 
@@ -231,8 +241,8 @@ class MiniLmEmbedder:
 
             encoders: dict[Candidate, Callable[[list[str]], object]] = {}
             for candidate in candidates(has_native_bf16()):
-                if candidate == FP32_TORCH:
-                    encoders[candidate] = self._torch_documents
+                if candidate == FP32_TORCH:  # in fp32, whatever the documents' precision now
+                    encoders[candidate] = partial(self._torch_documents, precision="fp32")
                     continue
                 try:
                     encoder = document_encoder(
@@ -271,11 +281,12 @@ class MiniLmEmbedder:
             return _export_documents(encoder, list(texts)).tolist()
         return self._torch_documents(list(texts)).tolist()
 
-    def _torch_documents(self, texts: list[str]) -> np.ndarray:
+    def _torch_documents(self, texts: list[str], precision: str | None = None) -> np.ndarray:
+        """Chunks through torch's model, in the documents' precision unless told."""
         import torch
 
         with torch.inference_mode():
-            vectors = self.model.encode(
+            vectors = self._torch_model(precision or self.precision).encode(
                 texts,
                 batch_size=min(self.batch_size, FORWARD_BATCH),
                 convert_to_tensor=True,

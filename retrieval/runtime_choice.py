@@ -53,6 +53,9 @@ TEXTS = 16  # per measured round: one forward batch of chunks
 # 0.99-1.21x at 200 (five runs; the host's own noise is that wide).
 SAMPLE_WORDS = 190
 ROUNDS = 2  # after a warm-up; each path's fastest round counts
+# how the paths are measured; a choice measured another way is measured again. 2: torch
+# in fp32 where the CPU has native bf16 (before, it ran in bf16 there, named fp32)
+MEASUREMENT = 2
 _WORDS = (
     "the retention policy keeps invoices for seven years after the fiscal year ends and "
     "every employee receives paid leave according to the collective agreement while travel "
@@ -161,7 +164,8 @@ def choice_file(cache: Path) -> Path:
     # so does a new sample (its count, length or words): a choice measured on other
     # texts may not hold on these
     sample = hashlib.sha256("\0".join(sample_texts()).encode()).hexdigest()
-    key = hashlib.sha256("|".join([host_description(), *versions, *paths, sample]).encode())
+    parts = [host_description(), *versions, *paths, sample, f"measurement {MEASUREMENT}"]
+    key = hashlib.sha256("|".join(parts).encode())
     return cache / f"runtime-choice-{key.hexdigest()[:16]}.json"
 
 

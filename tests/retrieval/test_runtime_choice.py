@@ -7,7 +7,9 @@ import json
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from retrieval.embedders import MiniLmEmbedder, precision_from_env
 from retrieval.runtime_choice import (
@@ -59,13 +61,14 @@ def test_bf16_is_measured_only_where_the_cpu_has_it() -> None:
         ("PREFERENCE", (BF16_OPENVINO, FP32_ONNXRUNTIME, FP32_TORCH)),  # a new path
         ("SAMPLE_WORDS", 95),  # a new sample: half as long
         ("_WORDS", "other words " * 20),
+        ("MEASUREMENT", 1),  # measured another way: torch in bf16 on a bf16 CPU
     ],
 )
 def test_a_new_candidate_or_sample_measures_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: object
 ) -> None:
-    """A choice remembered before a path existed, or measured on other texts, may
-    not be the fastest any more: both are part of the file's key."""
+    """A choice remembered before a path existed, or measured on other texts or in
+    another way, may not be the fastest any more: all are part of the file's key."""
     import retrieval.runtime_choice as runtime_choice
 
     remembered_choice(tmp_path, lambda: {FP32_ONNXRUNTIME: 10.0, FP32_TORCH: 9.0})
@@ -144,9 +147,30 @@ def test_the_default_embedder_runs_the_path_it_measured(
     assert choose(rates) == Candidate(embedder.precision, embedder.documents_runtime)
     vector = embedder.embed_documents(["Invoices are kept for seven years."])[0]
     assert abs(sum(x * x for x in vector) - 1.0) < 1e-4
+    # torch was measured as the candidate is named, in fp32, even where the documents'
+    # precision was bf16 while it was measured
+    measured = embedder._model
+    assert measured is not None
+    assert measured[0] == "fp32"
+    assert {p.dtype for p in measured[1].parameters()} == {torch.float32}
     # asking for a precision or for torch skips the measurement
     asked = MiniLmEmbedder(batch_size=16, precision="fp32")
     assert asked.choice is None and asked.documents_runtime == "onnxruntime"
+
+
+def test_torchs_model_is_the_precision_asked_for() -> None:
+    """A torch model loaded in one precision never embeds for another: the documents'
+    path in bf16 reloads it after an fp32 measurement, and the other way round."""
+    texts = ["Invoices are kept for seven years.", "Travel by train is preferred."]
+    bf16 = MiniLmEmbedder(batch_size=16, precision="bf16", runtime="torch")
+    assert {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}
+    fp32 = MiniLmEmbedder(batch_size=16, precision="fp32", runtime="torch")
+    reference = fp32._torch_documents(texts)
+    assert {p.dtype for p in fp32.model.parameters()} == {torch.float32}
+    measured = bf16._torch_documents(texts, precision="fp32")
+    assert np.array_equal(measured, reference)
+    assert {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}
+    assert not np.array_equal(bf16._torch_documents(texts), reference)
 
 
 def test_a_misspelt_precision_fails_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
