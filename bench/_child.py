@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +35,14 @@ def result_write(result: dict[str, Any], output: str | None) -> None:
         Path(output).write_text(text)
     else:
         sys.stdout.write(text)
+
+
+def script_main(measure: Callable[[], dict[str, Any]], doc: str | None) -> int:
+    """The command line of a benchmark script that takes no options of its own: its
+    measurement written where ``run_script`` asks (``--output``), else printed."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--output")
+    result_write(measure(), parser.parse_args().output)
+    return 0

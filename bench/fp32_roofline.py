@@ -15,7 +15,6 @@ Run as a script (``run()`` starts it as a child process with one BLAS thread).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -60,9 +59,7 @@ def measure() -> dict[str, Any]:
 
     django.setup()
     from retrieval.embedders import MiniLmEmbedder
-    from retrieval.onnx_query import document_encoder
     from retrieval.runtime_choice import Candidate, sample_texts
-    from retrieval.runtime_choice import measure as texts_per_s
 
     embedder = MiniLmEmbedder(precision="fp32", runtime="torch", threads=1)
     texts = sample_texts()
@@ -71,20 +68,8 @@ def measure() -> dict[str, Any]:
         / len(texts)
     )
     config = json.loads((Path(embedder.model_dir) / "config.json").read_text())
-    encoders: dict[Candidate, Any] = {}
-    for runtime in FP32_PATHS:
-        candidate = Candidate("fp32", runtime)
-        if runtime == "torch":
-            encoders[candidate] = embedder._torch_documents
-            continue
-        encoder = document_encoder(
-            embedder.model_dir, embedder.tokenizer, threads=1, precision="fp32", runtime=runtime
-        )
-        encoders[candidate] = encoder.encode_many
-    import torch
-
-    torch.set_num_threads(1)
-    rates = texts_per_s(encoders)
+    # the runtime choice's own measurement, of the fp32 paths only
+    rates = embedder.candidates_measured([Candidate("fp32", runtime) for runtime in FP32_PATHS])
     peak = sgemm_gflops(len(texts) * tokens, config["hidden_size"], config["intermediate_size"])
     work = model_gflop(config, tokens)
     torch_rate = rates[Candidate("fp32", "torch")]
@@ -138,13 +123,9 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     for path in (ROOT, ROOT / "bench"):
         sys.path.insert(0, str(path))
-    from _child import result_write
+    from _child import script_main
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output")
-    args = parser.parse_args()
-    result_write(measure(), args.output)
-    return 0
+    return script_main(measure, __doc__)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ time, so nothing is reused from an earlier layout. Redis must be running
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import signal
@@ -273,13 +272,9 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def main() -> int:
-    from _child import result_write
+    from _child import script_main
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output")
-    args = parser.parse_args()
-    result_write(measure(), args.output)
-    return 0
+    return script_main(measure, __doc__)
 
 
 if __name__ == "__main__":

@@ -228,42 +228,45 @@ class MiniLmEmbedder:
     def _measured_choice(self) -> Choice:
         """The documents' path on this host (``retrieval/runtime_choice.py``): each
         candidate that loads here embeds the same texts on one thread."""
-        from retrieval.onnx_query import cache_dir, document_encoder
-        from retrieval.runtime_choice import (
-            FP32_TORCH,
-            candidates,
-            measure,
-            remembered_choice,
+        from retrieval.onnx_query import cache_dir
+        from retrieval.runtime_choice import candidates, remembered_choice
+
+        return remembered_choice(
+            cache_dir(), lambda: self.candidates_measured(candidates(has_native_bf16()))
         )
 
-        def measure_here() -> dict[Candidate, float]:
-            import torch
+    def candidates_measured(self, wanted: Sequence[Candidate]) -> dict[Candidate, float]:
+        """Texts/s of each candidate path that loads here, on one thread as a worker
+        process embeds, each in the precision it is named by (torch's included, whatever
+        the documents' precision is while they are measured)."""
+        import torch
 
-            encoders: dict[Candidate, Callable[[list[str]], object]] = {}
-            for candidate in candidates(has_native_bf16()):
-                if candidate == FP32_TORCH:  # in fp32, whatever the documents' precision now
-                    encoders[candidate] = partial(self._torch_documents, precision="fp32")
-                    continue
-                try:
-                    encoder = document_encoder(
-                        self.model_dir,
-                        self.tokenizer,
-                        threads=1,
-                        precision=candidate.precision,
-                        runtime=candidate.runtime,
-                    )
-                except Exception:
-                    logger.warning("%s cannot load here: not measured", candidate.name)
-                    continue
-                encoders[candidate] = partial(_export_documents, encoder)
-            threads = torch.get_num_threads()
-            torch.set_num_threads(1)  # as one worker process of the pool embeds
+        from retrieval.onnx_query import document_encoder
+        from retrieval.runtime_choice import measure
+
+        encoders: dict[Candidate, Callable[[list[str]], object]] = {}
+        for candidate in wanted:
+            if candidate.runtime == "torch":
+                encoders[candidate] = partial(self._torch_documents, precision=candidate.precision)
+                continue
             try:
-                return measure(encoders)
-            finally:
-                torch.set_num_threads(threads)
-
-        return remembered_choice(cache_dir(), measure_here)
+                encoder = document_encoder(
+                    self.model_dir,
+                    self.tokenizer,
+                    threads=1,
+                    precision=candidate.precision,
+                    runtime=candidate.runtime,
+                )
+            except Exception:
+                logger.warning("%s cannot load here: not measured", candidate.name)
+                continue
+            encoders[candidate] = partial(_export_documents, encoder)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # as one worker process of the pool embeds
+        try:
+            return measure(encoders)
+        finally:
+            torch.set_num_threads(threads)
 
     def _torch_encode(self, texts: list[str]) -> object:
         import torch
