@@ -71,7 +71,11 @@ ADDED_COLUMNS: dict[str, dict[str, object]] = {
         "confidence_note": "",
         "caller_address": None,
         "caller_user_agent": "",
+        "generator": "",
+        "fallback_reason": "",
     },
+    "citations_modelcall": {"wire": {}, "error": ""},
+    "citations_claimcheck": {"alignment": "", "edit_distance": None},
     "audit_documentevent": {"user_agent": ""},
 }
 

@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import ProtectedError, QuerySet
 
-from citations.models import App, Reasoning
+from citations.models import MAX_MODEL_SECONDS, App, ModelContract, ModelFallback, Reasoning
 from core.exceptions import DomainRejected
 from documents.models import DataSource, Organization
 
@@ -37,6 +37,16 @@ RETRIEVAL_BOUNDS: dict[str, tuple[float, float]] = {
     "answer_threshold": (0.0, 1.0),
     "max_answer_sentences": (1, 50),
 }
+# how an app's model is talked to: the contract form, what happens when it fails, and
+# its time limits (seconds; None = the environment's PROVENANCE_LLM_*_SECONDS)
+MODEL_SETTINGS = (
+    "model_contract",
+    "model_fallback",
+    "model_connect_seconds",
+    "model_first_token_seconds",
+    "model_timeout_seconds",
+)
+MODEL_SECONDS = ("model_connect_seconds", "model_first_token_seconds", "model_timeout_seconds")
 # every setting of an app that app_update changes (its name and data sources aside)
 APP_SETTINGS = (
     "is_public",
@@ -46,6 +56,7 @@ APP_SETTINGS = (
     "temperature",
     "max_output_tokens",
     "reasoning",
+    *MODEL_SETTINGS,
     *RETRIEVAL_BOUNDS,
 )
 
@@ -64,11 +75,13 @@ def app_create(
     max_output_tokens: int | None = None,
     reasoning: str = Reasoning.SINGLE,
     retrieval: Mapping[str, float] | None = None,
+    model_settings: Mapping[str, Any] | None = None,
 ) -> App:
     """A new app over the data sources named; ``retrieval`` overrides the defaults
-    of :data:`RETRIEVAL_BOUNDS`' settings."""
+    of :data:`RETRIEVAL_BOUNDS`' settings, ``model_settings`` those of :data:`MODEL_SETTINGS`."""
     _generator_check(generator, model, temperature, max_output_tokens)
     _reasoning_check(reasoning)
+    _model_settings_check(model_settings or {})
     _retrieval_check(retrieval or {})
     if App.objects.filter(organization=organization, name=name).exists():
         raise _name_taken(organization, name)
@@ -93,6 +106,7 @@ def app_create(
         reasoning=reasoning,
         **({"max_output_tokens": max_output_tokens} if max_output_tokens else {}),
         **(retrieval or {}),
+        **(model_settings or {}),
     )
     app.data_sources.set(sources)
     return app
@@ -113,6 +127,34 @@ def _reasoning_check(reasoning: str) -> None:
             f"unknown reasoning {reasoning!r}: use {', '.join(Reasoning.values)}",
             param="reasoning",
         )
+
+
+def _model_settings_check(values: Mapping[str, Any]) -> None:
+    for setting in values:
+        if setting not in MODEL_SETTINGS:
+            raise AppError(f"unknown model setting {setting!r}", param=setting)
+    contract = values.get("model_contract", ModelContract.AUTO)
+    if contract not in ModelContract.values:
+        raise AppError(
+            f"unknown model_contract {contract!r}: use {', '.join(ModelContract.values)}",
+            param="model_contract",
+        )
+    fallback = values.get("model_fallback", ModelFallback.EXTRACTIVE)
+    if fallback not in ModelFallback.values:
+        raise AppError(
+            f"unknown model_fallback {fallback!r}: use {', '.join(ModelFallback.values)}",
+            param="model_fallback",
+        )
+    for setting in MODEL_SECONDS:
+        seconds = values.get(setting)
+        if seconds is not None and not (
+            isinstance(seconds, int) and 1 <= seconds <= MAX_MODEL_SECONDS
+        ):
+            raise AppError(
+                f"{setting} must be a whole number of seconds from 1 to {MAX_MODEL_SECONDS}, "
+                "or null for the environment's",
+                param=setting,
+            )
 
 
 def _retrieval_check(retrieval: Mapping[str, float]) -> None:
@@ -143,6 +185,7 @@ def app_update(
         merged["generator"], merged["model"], merged["temperature"], merged["max_output_tokens"]
     )
     _reasoning_check(merged["reasoning"])
+    _model_settings_check({key: merged[key] for key in MODEL_SETTINGS})
     _retrieval_check({key: merged[key] for key in RETRIEVAL_BOUNDS})
     if name is not None and name != app.name:
         if App.objects.filter(organization_id=app.organization_id, name=name).exists():

@@ -54,6 +54,8 @@ def model_calls_create(execution: QueryExecution, generation: Generation) -> lis
             latency_ms=call.latency_ms,
             transport_retries=call.transport_retries,
             contract_codes=list(call.contract_codes),
+            wire=_json(dict(call.wire)),
+            error=call.error,
         )
         for call in generation.calls
     ]
@@ -96,6 +98,8 @@ def claim_checks_create(
                 source_end=check.source_end,
                 support_score=check.support,
                 claimed=_json(dict(check.claimed)),
+                alignment=check.alignment,
+                edit_distance=check.edit_distance,
             )
         )
     return ClaimCheck.objects.bulk_create(rows)
@@ -109,7 +113,7 @@ def model_evidence_create(
     claim_rows: Sequence[ClaimCitation],
 ) -> list[ModelCall | ClaimCheck]:
     """The model calls and claim checks of an answer, in chain order (none for extractive)."""
-    if generation is None:
+    if generation is None or not generation.calls:
         return []
     calls = model_calls_create(execution, generation)
     checked = calls[generation.checked_call]
@@ -120,7 +124,10 @@ def model_evidence_create(
 
 
 def written_by(execution: QueryExecution) -> str:
-    """``provider:model`` of the call whose reply was kept, or ``extractive``."""
+    """``provider:model`` of the call whose reply was kept, or ``extractive`` (also when
+    the app's model failed and the extractive generator answered instead)."""
+    if execution.generator == "extractive":
+        return "extractive"
     checked = ClaimCheck.objects.filter(query=execution).select_related("model_call").first()
     call = checked.model_call if checked else None
     call = call or ModelCall.objects.filter(query=execution).order_by("-attempt").first()

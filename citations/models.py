@@ -25,6 +25,25 @@ class Reasoning(models.TextChoices):
     STEPS = "steps", "Steps (sub-questions, each with its own retrieval and sources)"
 
 
+class ModelContract(models.TextChoices):
+    """The form a Chat Completions model answers in (citations.generators.openai_contracts)."""
+
+    AUTO = "auto", "Auto (nested, flat for a model that cannot keep it)"
+    NESTED = "nested", "Nested (citations, then sentences citing them)"
+    FLAT = "flat", "Flat (one object per sentence: text, snippet, quote)"
+
+
+class ModelFallback(models.TextChoices):
+    """What an app does when its model cannot give a verified answer."""
+
+    EXTRACTIVE = "extractive", "Answer extractively, and say so"
+    FAIL = "fail", "Fail the question (502/504)"
+
+
+# an answer's model time limits stay below the stale-answer sweep (PROVENANCE_QUERY_STALE_SECONDS)
+MAX_MODEL_SECONDS = 3600
+
+
 class App(models.Model):
     """A question-answering configuration bound to data sources (the seeds' ``llm_app_id``)."""
 
@@ -76,6 +95,38 @@ class App(models.Model):
         default=1024,
         validators=[MinValueValidator(1), MaxValueValidator(200_000)],
         help_text="The most tokens an LLM generator may write per answer.",
+    )
+    model_contract = models.CharField(
+        max_length=10,
+        choices=ModelContract.choices,
+        default=ModelContract.AUTO,
+        help_text="The form an OpenAI-compatible model answers in: auto starts nested and "
+        "turns to flat for a model that cannot keep it (docs/generators.md).",
+    )
+    model_fallback = models.CharField(
+        max_length=12,
+        choices=ModelFallback.choices,
+        default=ModelFallback.EXTRACTIVE,
+        help_text="When the model errs, times out or no claim of its reply verifies: answer "
+        "extractively (and say so), or fail the question.",
+    )
+    model_connect_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_MODEL_SECONDS)],
+        help_text="Seconds to connect to the model's server; empty = the environment's.",
+    )
+    model_first_token_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_MODEL_SECONDS)],
+        help_text="Seconds until the model's first token; empty = the environment's.",
+    )
+    model_timeout_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_MODEL_SECONDS)],
+        help_text="Seconds for a whole model reply; empty = the environment's.",
     )
     reasoning = models.CharField(
         max_length=10,
@@ -165,6 +216,19 @@ class QueryExecution(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     # how far the answer can be trusted, in plain language (citations/confidence.py);
     # empty on answers given before it was recorded
+    generator = models.CharField(
+        max_length=40,
+        blank=True,
+        default="",
+        help_text="The generator that wrote the answer (extractive when a model's failed).",
+    )
+    fallback_reason = models.CharField(
+        max_length=60,
+        blank=True,
+        default="",
+        help_text="Why the app's model did not write the answer (model_contract, "
+        "model_timeout, …), else empty.",
+    )
     confidence = models.CharField(max_length=10, blank=True, default="")
     confidence_note = models.TextField(blank=True, default="")
 
@@ -285,6 +349,15 @@ class ModelCall(models.Model):
     contract_codes = models.JSONField(
         default=list, blank=True, help_text="What this attempt's prompt asked the model to fix."
     )
+    wire = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the server was asked with and what it refused (response_format, "
+        "stream, …), and whether that was remembered from an earlier call.",
+    )
+    error = models.TextField(
+        blank=True, default="", help_text="Why this call gave no reply to read, else empty."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -324,6 +397,15 @@ class ClaimCheck(models.Model):
     source_end = models.PositiveIntegerField(null=True, blank=True)
     support_score = models.FloatField(null=True, blank=True)
     claimed = models.JSONField(default=dict, blank=True, help_text="The citation as given.")
+    alignment = models.CharField(
+        max_length=12,
+        blank=True,
+        default="",
+        help_text="How the quote was found: exact, normalised, ellipsis or near.",
+    )
+    edit_distance = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Edits between a near quote and the span it stands for."
+    )
 
     class Meta:
         ordering = ["query", "model_call", "sentence", "id"]

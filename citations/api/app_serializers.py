@@ -7,8 +7,8 @@ from typing import Any
 from django.urls import reverse
 from rest_framework import serializers
 
-from citations.llm_apps import RETRIEVAL_BOUNDS
-from citations.models import App, Reasoning
+from citations.llm_apps import MODEL_SETTINGS, RETRIEVAL_BOUNDS
+from citations.models import MAX_MODEL_SECONDS, App, ModelContract, ModelFallback, Reasoning
 from core.fields import StrictBooleanField, StrictFloatField, StrictIntegerField, list_of
 from documents.api.serializers import JsonStringField
 from documents.data_sources import MAX_NAME_CHARS
@@ -39,6 +39,31 @@ class AppSettingsInput(serializers.Serializer):
     temperature = StrictFloatField(required=False, allow_null=True, min_value=0, max_value=2)
     max_output_tokens = StrictIntegerField(required=False, min_value=1, max_value=200_000)
     reasoning = serializers.ChoiceField(choices=Reasoning.values, required=False)
+    model_contract = serializers.ChoiceField(
+        choices=ModelContract.values,
+        required=False,
+        help_text="the form an OpenAI-compatible model answers in (auto: nested, then flat "
+        "for a model that cannot keep it)",
+    )
+    model_fallback = serializers.ChoiceField(
+        choices=ModelFallback.values,
+        required=False,
+        help_text="extractive: answer extractively (and say so) when the model errs, times "
+        "out or nothing of its reply verifies; fail: the question fails (502/504)",
+    )
+    model_connect_seconds = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_MODEL_SECONDS
+    )
+    model_first_token_seconds = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_MODEL_SECONDS
+    )
+    model_timeout_seconds = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_MODEL_SECONDS,
+        help_text="seconds for a whole model reply; null = PROVENANCE_LLM_TIMEOUT_SECONDS",
+    )
     top_k = StrictIntegerField(required=False, min_value=1, max_value=100)
     candidate_k = StrictIntegerField(required=False, min_value=1, max_value=1000)
     min_score = StrictFloatField(required=False, min_value=0, max_value=1)
@@ -48,6 +73,10 @@ class AppSettingsInput(serializers.Serializer):
     @staticmethod
     def retrieval_of(settings: dict[str, Any]) -> dict[str, Any]:
         return {key: settings.pop(key) for key in list(settings) if key in RETRIEVAL_BOUNDS}
+
+    @staticmethod
+    def model_settings_of(settings: dict[str, Any]) -> dict[str, Any]:
+        return {key: settings.pop(key) for key in list(settings) if key in MODEL_SETTINGS}
 
 
 class AppChangeInput(AppSettingsInput):
@@ -88,6 +117,11 @@ class AppOutput(serializers.Serializer):
     temperature = serializers.FloatField(allow_null=True)
     max_output_tokens = serializers.IntegerField()
     reasoning = serializers.CharField()
+    model_contract = serializers.CharField()
+    model_fallback = serializers.CharField()
+    model_connect_seconds = serializers.IntegerField(allow_null=True)
+    model_first_token_seconds = serializers.IntegerField(allow_null=True)
+    model_timeout_seconds = serializers.IntegerField(allow_null=True)
     top_k = serializers.IntegerField()
     candidate_k = serializers.IntegerField()
     min_score = serializers.FloatField()
@@ -114,6 +148,7 @@ def app_output(app: App, absolute: Any) -> dict[str, Any]:
         "temperature": app.temperature,
         "max_output_tokens": app.max_output_tokens,
         "reasoning": app.reasoning,
+        **{setting: getattr(app, setting) for setting in MODEL_SETTINGS},
         "top_k": app.top_k,
         "candidate_k": app.candidate_k,
         "min_score": app.min_score,

@@ -46,6 +46,14 @@ class ModelCallOutput(serializers.Serializer):
     latency_ms = serializers.FloatField()
     transport_retries = serializers.IntegerField()
     contract_codes = serializers.ListField(child=serializers.CharField())
+    wire = serializers.DictField(
+        help_text="what the server was asked with (response_format, stream, temperature, the "
+        "length parameter, seed, the contract form), what it refused, and whether that was "
+        "remembered from an earlier call"
+    )
+    error = serializers.CharField(
+        allow_blank=True, help_text="why this call gave no reply to read, else empty"
+    )
 
 
 class ClaimCheckOutput(serializers.Serializer):
@@ -60,6 +68,12 @@ class ClaimCheckOutput(serializers.Serializer):
     source_start = serializers.IntegerField(allow_null=True)
     source_end = serializers.IntegerField(allow_null=True)
     support_score = serializers.FloatField(allow_null=True)
+    alignment = serializers.CharField(
+        allow_blank=True,
+        help_text="how the quote was found in the chunk: exact, normalised (case, quotes, "
+        "dashes), ellipsis (pieces in order) or near (within edit_distance)",
+    )
+    edit_distance = serializers.IntegerField(allow_null=True)
     attempt = serializers.IntegerField()
 
 
@@ -100,6 +114,8 @@ def claim_checks_output(execution: QueryExecution) -> list[dict[str, Any]]:
             "source_start": c.source_start,
             "source_end": c.source_end,
             "support_score": c.support_score,
+            "alignment": c.alignment,
+            "edit_distance": c.edit_distance,
             "attempt": c.model_call.attempt,
         }
         for c in checks

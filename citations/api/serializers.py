@@ -51,6 +51,17 @@ class QueryExecutionOutput(serializers.Serializer):
     validator_status = serializers.CharField()
     quoted_sources_url = serializers.URLField()
     confidence = ConfidenceOutput(help_text="how far the answer can be trusted, in plain words")
+    generator = serializers.CharField(
+        allow_blank=True,
+        help_text="the generator that wrote the answer: the app's, or extractive when the "
+        "app's model could not give a verified answer (empty while running)",
+    )
+    fallback_reason = serializers.CharField(
+        allow_blank=True,
+        help_text="why the app's model did not write the answer: model_contract (nothing of "
+        "its reply verified) or the model error's code (model_timeout, model_unavailable, …); "
+        "empty when it did",
+    )
 
 
 class CitationPayloadOutput(serializers.Serializer):
@@ -239,6 +250,8 @@ def query_execution_output(execution: QueryExecution, request: Request) -> dict[
             f"/semantics/apps/{app_id}/query-execution-sources/{execution.pk}/get-quoted-sources"
         ),
         "confidence": {"level": execution.confidence, "note": execution.confidence_note},
+        "generator": execution.generator,
+        "fallback_reason": execution.fallback_reason,
     }
 
 

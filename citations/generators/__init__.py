@@ -66,6 +66,10 @@ class ClaimCheck:
     document_title: str = ""
     cited_block_index: int | None = None
     claimed: Mapping[str, Any] = field(default_factory=dict)
+    # how the quote was found in the chunk (citations.generators.alignment), and the
+    # edits between them when it was found near, not exactly
+    alignment: str = ""
+    edit_distance: int | None = None
 
     @property
     def supported(self) -> bool:
@@ -100,6 +104,10 @@ class ModelReply:
     latency_ms: float = 0.0
     transport_retries: int = 0
     contract_codes: tuple[str, ...] = ()
+    # what the server was asked with and what it refused (citations.generators.wire)
+    wire: Mapping[str, Any] = field(default_factory=dict)
+    # why this call gave no reply to read (a timeout, a server error), else ""
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,8 @@ class ModelError(Exception):
     def __init__(self, message: str, *, code: str, status: int = 502) -> None:
         super().__init__(message)
         self.message, self.code, self.status = message, code, status
+        # the calls made before the failure (evidence when the app falls back)
+        self.calls: list[ModelReply] = []
 
 
 class Generator(Protocol):
@@ -143,14 +153,20 @@ class ModelGenerator(Protocol):
     ) -> Generation: ...
 
 
-def generator_for(app: App) -> Generator | ModelGenerator:
-    """The app's generator, configured with the app's answer settings."""
+def extractive_for(app: App) -> Generator:
+    """The extractive generator with the app's answer settings (its own generator, or
+    the one that answers when the app's model cannot)."""
     from citations.generators.extractive.generator import ExtractiveGenerator
 
+    return ExtractiveGenerator(
+        max_sentences=app.max_answer_sentences, threshold=app.answer_threshold
+    )
+
+
+def generator_for(app: App) -> Generator | ModelGenerator:
+    """The app's generator, configured with the app's answer settings."""
     if app.generator == "extractive":
-        return ExtractiveGenerator(
-            max_sentences=app.max_answer_sentences, threshold=app.answer_threshold
-        )
+        return extractive_for(app)
     if app.generator == "openai":
         from citations.generators.openai_chat import OpenAIChatGenerator
 

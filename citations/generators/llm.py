@@ -10,14 +10,48 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
+import httpx2
 from django.conf import settings
 
 from citations.generators import ClaimCheck, Generation, ModelError, ModelReply
 from provenance_site.env import env_str
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds to connect, to the first token of the reply, and for the whole reply."""
+
+    connect: float
+    first_token: float
+    total: float
+
+    def httpx_timeout(self, *, streamed: bool) -> httpx2.Timeout:
+        # a streamed reply's reads wait at most until the first token is due; a whole
+        # body may take the whole time
+        read = min(self.first_token, self.total) if streamed else self.total
+        return httpx2.Timeout(read, connect=self.connect, write=self.connect, pool=self.connect)
+
+
+def timeouts_for(app: Any) -> Timeouts:
+    """The app's model time limits, each falling back to the environment's."""
+    return Timeouts(
+        connect=float(
+            getattr(app, "model_connect_seconds", None)
+            or settings.PROVENANCE_LLM_CONNECT_TIMEOUT_SECONDS
+        ),
+        first_token=float(
+            getattr(app, "model_first_token_seconds", None)
+            or settings.PROVENANCE_LLM_FIRST_TOKEN_SECONDS
+        ),
+        total=float(
+            getattr(app, "model_timeout_seconds", None) or settings.PROVENANCE_LLM_TIMEOUT_SECONDS
+        ),
+    )
+
 
 # a Retry-After longer than this is not waited for: the caller gets the error at once
 MAX_RETRY_AFTER_SECONDS = 30.0
@@ -76,21 +110,45 @@ def _backoff(retries: int, exc: Exception) -> float:
 
 
 def _retryable(exc: Exception, sdk: ModuleType) -> bool:
+    """429 and 5xx are retried; a timeout is not: a model that did not answer within its
+    limit will not answer within the next one either (the limits are long, and set)."""
     if isinstance(exc, sdk.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
-    return isinstance(exc, sdk.APITimeoutError)
+    return isinstance(exc, sdk.APIConnectionError) and not isinstance(exc, sdk.APITimeoutError)
 
 
-def send(call: Callable[[], Any], *, sdk: ModuleType, where: Where) -> Sent:
-    """``call()`` (a ``with_raw_response`` request) with retries on 429, 5xx and timeouts."""
+class Refused(Exception):
+    """The server refused a parameter of the request; ``step`` is what to ask with next."""
+
+    def __init__(self, step: Any) -> None:
+        super().__init__(str(step))
+        self.step = step
+
+
+def send(
+    call: Callable[[], Any],
+    *,
+    sdk: ModuleType,
+    where: Where,
+    refusal: Callable[[Exception], Any] | None = None,
+) -> Sent:
+    """``call()`` with retries on 429, 5xx and connection failures; ``call`` returns a
+    ``with_raw_response`` reply, or anything with ``parsed`` and ``raw_text`` when it
+    reads the reply itself. A refusal (``refusal(exc)`` not None) is raised as
+    :class:`Refused` at once: it is an answer about the request, not a transient."""
     started, retries = time.perf_counter(), 0
     while True:
         try:
             raw = call()
-            parsed = raw.parse()
-            text = raw.http_response.text
+            if hasattr(raw, "http_response"):
+                parsed, text = raw.parse(), raw.http_response.text
+            else:
+                parsed, text = raw, raw.raw_text
             return Sent(parsed, text, (time.perf_counter() - started) * 1000, retries)
         except sdk.APIError as exc:
+            step = refusal(exc) if refusal is not None else None
+            if step is not None:
+                raise Refused(step) from exc
             if _retryable(exc, sdk) and retries < settings.PROVENANCE_LLM_MAX_RETRIES:
                 time.sleep(_backoff(retries, exc))
                 retries += 1
@@ -106,6 +164,7 @@ class Where:
     model: str
     base_url: str
     key_name: str
+    timeout_seconds: float = 0.0
 
 
 def _upstream_message(exc: Exception) -> str:
@@ -123,9 +182,10 @@ def model_error(exc: Exception, *, sdk: ModuleType, where: Where, tries: int) ->
     """A provider's failure as a :class:`ModelError` naming the cause and the fix."""
     at = f"{where.provider} at {where.base_url}"
     if isinstance(exc, sdk.APITimeoutError):
+        seconds = where.timeout_seconds or settings.PROVENANCE_LLM_TIMEOUT_SECONDS
         return ModelError(
-            f"{at} did not answer within {settings.PROVENANCE_LLM_TIMEOUT_SECONDS} s "
-            f"({tries} tries)",
+            f"{at} did not answer within {seconds:g} s ({tries} tries; raise the app's "
+            "model timeout or PROVENANCE_LLM_TIMEOUT_SECONDS for a slow model)",
             code="model_timeout",
             status=504,
         )
@@ -170,6 +230,7 @@ def model_reply(
     finish_reason: str,
     usage: tuple[int | None, int | None],
     codes: tuple[str, ...],
+    wire: Mapping[str, Any] | None = None,
 ) -> ModelReply:
     return ModelReply(
         attempt=attempt,
@@ -186,6 +247,32 @@ def model_reply(
         latency_ms=sent.latency_ms,
         transport_retries=sent.retries,
         contract_codes=codes,
+        wire=dict(wire or {}),
+    )
+
+
+def failed_call(
+    error: ModelError,
+    *,
+    attempt: int,
+    where: Where,
+    prompt: Mapping[str, Any],
+    codes: tuple[str, ...],
+    latency_ms: float,
+    wire: Mapping[str, Any] | None = None,
+) -> ModelReply:
+    """The evidence of a request that gave no reply to read: what was sent and why."""
+    return ModelReply(
+        attempt=attempt,
+        provider=where.provider,
+        model=where.model,
+        base_url=where.base_url,
+        prompt=prompt,
+        raw_response="",
+        latency_ms=latency_ms,
+        contract_codes=codes,
+        wire=dict(wire or {}),
+        error=storable(f"{error.code}: {error.message}"),
     )
 
 
@@ -258,13 +345,25 @@ class TwoAttempts:
         to_fix = first.to_fix(self.not_retried)
         if first.checks is not None and not to_fix:
             return _generation(first, [first])
-        second = self.attempt(
-            self.retry_messages(messages, first, to_fix), passages, 2, tuple(to_fix)
-        )
+        retry = self.retry_messages(messages, first, to_fix)
+        try:
+            second = self.attempt(retry, passages, 2, tuple(to_fix))
+        except ModelError as exc:
+            if first.checks is None:
+                exc.calls = [first.call, *exc.calls]
+                raise
+            # the retry failed on the wire: the first reply, read and verified, stands
+            return replace(_generation(first, [first]), calls=[first.call, *exc.calls])
+        self.attempts_read(first, second)
         kept = second if second.checks is not None else first
         if kept.checks is None:
-            raise _unreadable(second)
+            error = _unreadable(second)
+            error.calls = [first.call, second.call]
+            raise error
         return _generation(kept, [first, second])
+
+    def attempts_read(self, first: Attempt, second: Attempt) -> None:
+        """What a generator learns from a retry (the OpenAI one: which contract works)."""
 
 
 def _unreadable(attempt: Attempt) -> ModelError:

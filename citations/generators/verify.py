@@ -10,7 +10,6 @@ anything else is an unknown snippet, whatever a document or the model says.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -39,23 +38,6 @@ REASONS = {
     "citations_after_answer": "the reply explained before citing (the contract says cite first)",
     "bad_citation_index": "the sentence refers to a citation that does not exist",
 }
-
-
-def quote_span(
-    text: str, quote: str, within: tuple[int, int] | None = None
-) -> tuple[int, int] | None:
-    """Where ``quote`` stands verbatim in ``text``, whitespace runs matching any
-    whitespace run; inside ``within`` first when given."""
-    words = quote.split()
-    if not words:
-        return None
-    pattern = re.compile(r"\s+".join(re.escape(word) for word in words))
-    if within is not None:
-        found = pattern.search(text, within[0], within[1])
-        if found:
-            return found.span()
-    found = pattern.search(text)
-    return found.span() if found else None
 
 
 def _same(claimed: Any, issued: Any) -> bool:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from citations.generators import ModelError, ModelReply
+from citations.generators import ModelReply
 from citations.generators.llm import Where, model_reply, send
 from citations.reasoning.decompose import FALLBACK, MODEL, Plan, StepPlan, plan_capped
 
@@ -92,49 +92,17 @@ def plan_propose(generator: Any, question: str, *, max_steps: int) -> tuple[Plan
 
 
 def _openai(generator: Any, system: str, question: str) -> tuple[ModelReply, str]:
-    import openai
-
-    client = generator._client()
-    where = Where("openai", generator.app.model, str(client.base_url), generator.key_name)
-    request: dict[str, Any] = {
-        "model": generator.app.model,
-        "messages": [
-            {"role": "system", "content": system},
-            {"role": "user", "content": f"Question: {question}"},
-        ],
-        "max_tokens": min(generator.app.max_output_tokens, PLAN_MAX_TOKENS),
-        "response_format": {"type": "json_object"},
-    }
-    try:
-        sent = send(
-            lambda: client.chat.completions.with_raw_response.create(**request),
-            sdk=openai,
-            where=where,
-        )
-    except ModelError as exc:  # a server without JSON mode: ask for plain JSON
-        if exc.code != "model_bad_request" or "response_format" not in exc.message:
-            raise
-        request.pop("response_format")
-        sent = send(
-            lambda: client.chat.completions.with_raw_response.create(**request),
-            sdk=openai,
-            where=where,
-        )
-    completion = sent.parsed
-    choice = completion.choices[0] if completion.choices else None
-    usage = completion.usage
-    call = model_reply(
-        sent,
-        attempt=1,
-        where=where,
-        prompt=request,
-        response_id=completion.id,
-        response_model=completion.model,
-        finish_reason=choice.finish_reason if choice else "",
-        usage=(usage.prompt_tokens, usage.completion_tokens) if usage else (None, None),
-        codes=(),
+    """Through the generator's own exchange: the same wire negotiation as its answers."""
+    messages = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"Question: {question}"},
+    ]
+    return generator.exchange(
+        messages,
+        contract=None,
+        number=1,
+        max_tokens=min(generator.app.max_output_tokens, PLAN_MAX_TOKENS),
     )
-    return call, (choice.message.content if choice and choice.message else None) or ""
 
 
 def _anthropic(generator: Any, system: str, question: str) -> tuple[ModelReply, str]:

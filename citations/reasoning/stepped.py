@@ -17,20 +17,22 @@ from dataclasses import dataclass, field, replace
 from django.conf import settings
 from django.db import models
 
-from citations.composition import NOT_FOUND, ComposedClaim, Composition, compose, compose_sentences
+from citations.composition import NOT_FOUND, ComposedClaim, Composition, compose_sentences
 from citations.generators import (
     Claim,
     Generation,
     Generator,
+    ModelError,
     ModelGenerator,
     ModelReply,
     generator_for,
 )
 from citations.generators.extractive.thresholds import LEXICAL_WEIGHT, PRIOR_WEIGHT
 from citations.markers import MARKER
-from citations.model_evidence import claim_checks_create, generation_compose, model_calls_create
+from citations.model_evidence import claim_checks_create, model_calls_create
 from citations.models import (
     ClaimCitation,
+    ModelFallback,
     QueryExecution,
     QuotedSource,
     ReasoningStep,
@@ -48,6 +50,7 @@ from citations.reasoning.attribution import (
 from citations.reasoning.decompose import Plan, StepPlan, question_decompose
 from citations.reasoning.proposals import plan_propose
 from citations.services.searching import Retrieved, Searcher
+from citations.services.writing import NOT_FALLEN_BACK, answer_write
 
 NO_HITS = "No passage was retrieved for this step, so it is not answered."
 # the answers of earlier steps a step searches with, at most this long (the embedder
@@ -68,6 +71,8 @@ class StepResult:
     confidence: float
     execution_time: float
     searched_hits: int  # all the search returned (k_pos runs over these), kept or not
+    written_by: str = ""  # the generator that wrote the step's answer
+    fallback_reason: str = ""  # why the app's model did not (services.writing)
 
     @property
     def outcome(self) -> str:
@@ -92,6 +97,15 @@ class SteppedAnswer:
     bases: list[int]  # each step's first index in ``retrieved``
     final_of: dict[tuple[int, int], int]  # (step, its claim) -> claim of the final answer
     canonical: dict[object, int] = field(default_factory=dict)  # chunk id -> passage
+
+    def written_by(self) -> tuple[str, str]:
+        """The generator that wrote the answer (extractive only when every answered step
+        fell back to it) and the first step's reason for falling back, if any did."""
+        answered = [s for s in self.steps if s.retrieved]
+        reasons = [s.fallback_reason for s in answered if s.fallback_reason]
+        names = {s.written_by for s in answered} or {s.written_by for s in self.steps}
+        name = "extractive" if names == {"extractive"} else next(iter(names - {"extractive"}), "")
+        return name, reasons[0] if reasons else ""
 
     def record(
         self,
@@ -126,7 +140,7 @@ class SteppedAnswer:
         attempts: dict[int, list[int]] = {}
         checked: list[tuple[StepResult, Generation, int]] = []
         for step in self.steps:
-            if step.generation is None:
+            if step.generation is None or not step.generation.calls:
                 continue
             first = len(calls)
             calls += step.generation.calls
@@ -317,22 +331,25 @@ def _run_step(
     search_text = _search_text(plan, done, context)
     retrieved, vector = searcher.search(search_text)
     passages = searcher.passages(retrieved)
-    generation = None
+    generation, written_by, fallback_reason = None, generator.name, ""
     if not retrieved:
         composition = Composition(NOT_FOUND, [], {})
-    elif isinstance(generator, ModelGenerator):
-        generation = generator.answer(
-            question=plan.question, passages=passages, instructions=instructions
-        )
-        composition = generation_compose(generation)
     else:
-        steered = vector if search_text == plan.question else None
-        answer_vector = steered or searcher.answer_vector(plan.question, vector)
-        composition = compose(
-            generator.generate(
-                question=plan.question, question_vector=answer_vector, passages=passages
-            )
+
+        def answer_vector() -> Sequence[float]:
+            steered = vector if search_text == plan.question else None
+            return steered or searcher.answer_vector(plan.question, vector)
+
+        written = answer_write(
+            app=searcher.app,
+            question=plan.question,
+            passages=passages,
+            question_vector=answer_vector,
+            instructions=instructions,
         )
+        composition, generation = written.composition, written.generation
+        written_by, fallback_reason = written.generator, written.fallback_reason
+    modelled = generation is not None and not fallback_reason
     return StepResult(
         number=number,
         plan=plan,
@@ -340,16 +357,27 @@ def _run_step(
         retrieved=retrieved,
         composition=composition,
         generation=generation,
-        confidence=_confidence(composition, best=1.0 if generation else EXTRACTIVE_BEST),
+        confidence=_confidence(composition, best=1.0 if modelled else EXTRACTIVE_BEST),
         execution_time=time.perf_counter() - started,
         searched_hits=max((r.k_pos for r in retrieved), default=0),
+        written_by=written_by,
+        fallback_reason=fallback_reason,
     )
 
 
-def _plan(generator: Generator | ModelGenerator, question: str) -> tuple[Plan, ModelReply | None]:
+def _plan(
+    generator: Generator | ModelGenerator, question: str, fallback: str
+) -> tuple[Plan, ModelReply | None]:
     max_steps = settings.PROVENANCE_REASONING_MAX_STEPS
     if isinstance(generator, ModelGenerator):
-        return plan_propose(generator, question, max_steps=max_steps)
+        try:
+            return plan_propose(generator, question, max_steps=max_steps)
+        except ModelError as exc:  # planned by the question's structure instead
+            if fallback == ModelFallback.FAIL or exc.code in NOT_FALLEN_BACK:
+                raise
+            plan = question_decompose(question, max_steps=max_steps)
+            note = f"the model could not plan the steps ({exc.code}): planned by the question"
+            return replace(plan, notes=[*plan.notes, note]), None
     return question_decompose(question, max_steps=max_steps), None
 
 
@@ -358,7 +386,7 @@ def stepped_answer(
 ) -> SteppedAnswer:
     """Plan, answer each step, and join them into the final answer."""
     generator = generator_for(searcher.app)
-    plan, plan_call = _plan(generator, question)
+    plan, plan_call = _plan(generator, question, searcher.app.model_fallback)
     done: list[StepResult] = []
     for number, step in enumerate(plan.steps, start=1):
         done.append(

@@ -55,7 +55,10 @@ def evidence_record(
     started: float,
     generation: Generation | None = None,
     stepped: SteppedEvidence | None = None,
+    written_by: tuple[str, str] = ("", ""),
 ) -> None:
+    """``written_by``: the generator that wrote the answer, and why the app's model did
+    not when it fell back to another."""
     hits = [
         RetrievalHit(
             query=execution,
@@ -108,6 +111,8 @@ def evidence_record(
         completed_at=now,
         confidence=confidence.level,
         confidence_note=confidence.note,
+        generator=written_by[0],
+        fallback_reason=written_by[1],
     )
     if not completed:  # swept as stale meanwhile: this transaction's rows are rolled back
         raise QueryAbandoned(f"query execution {execution.pk} was failed while it was answered")

@@ -13,14 +13,12 @@ from typing import TypedDict
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser, User
 
-from citations.composition import compose
-from citations.generators import ModelGenerator, generator_for
-from citations.model_evidence import generation_compose
 from citations.models import App, QueryExecution, Reasoning
 from citations.services.abandoning import QueryAbandoned, query_execution_fail
 from citations.services.evidence import evidence_record
 from citations.services.questions import question_clean
 from citations.services.searching import searcher_for
+from citations.services.writing import answer_write
 from core.caller import caller_label
 from core.user_agents import user_agent_clean
 from documents.models import ApiKey
@@ -114,24 +112,24 @@ def _answer(
             **identity,
             started=started,
             stepped=stepped,
+            written_by=stepped.written_by(),
         )
         return
     search_text = f"{context}\n{question}".strip() if context else question
     retrieved, vector = searcher.search(search_text)
-    passages = searcher.passages(retrieved)
-    generator = generator_for(app)
-    generation = None
-    if isinstance(generator, ModelGenerator):  # a model writes; its claims are verified
-        generation = generator.answer(
-            question=question, passages=passages, instructions=instructions
-        )
-        composition = generation_compose(generation)
-    else:
-        answer_vector = searcher.answer_vector(question, vector) if context else vector
-        claims = generator.generate(
-            question=question, question_vector=answer_vector, passages=passages
-        )
-        composition = compose(claims)
+    written = answer_write(
+        app=app,
+        question=question,
+        passages=searcher.passages(retrieved),
+        question_vector=lambda: searcher.answer_vector(question, vector) if context else vector,
+        instructions=instructions,
+    )
     evidence_record(
-        execution, retrieved, composition, **identity, started=started, generation=generation
+        execution,
+        retrieved,
+        written.composition,
+        **identity,
+        started=started,
+        generation=written.generation,
+        written_by=(written.generator, written.fallback_reason),
     )

@@ -20,6 +20,7 @@ from citations.models import (
 )
 from citations.places import Place, quoted_places
 from citations.reasoning.selectors import ReasoningPage, reasoning_page
+from citations.services.writing import fallback_meaning
 from citations.threads.sources import marker_start
 from citations.web.rendering import Marker, answer_html, passage_html
 from citations.web.selectors import (
@@ -87,6 +88,12 @@ class AnswerPage:
     @property
     def by_model(self) -> bool:
         return self.written_by not in ("", "extractive")
+
+    @property
+    def fallback(self) -> str:
+        """Why the app's model did not write this answer, in words ("" when it did)."""
+        reason = self.execution.fallback_reason
+        return fallback_meaning(reason) if reason else ""
 
     @property
     def not_found(self) -> bool:

@@ -197,7 +197,19 @@ PROVENANCE_MAX_CHUNKS_PER_FILE = env_int("PROVENANCE_MAX_CHUNKS_PER_FILE", 20_00
 PROVENANCE_WARM_EMBEDDER = env_bool("PROVENANCE_WARM_EMBEDDER", True)
 # LLM generators (docs/generators.md): keys and base URLs are the SDKs' own variables
 # (OPENAI_API_KEY/OPENAI_BASE_URL, ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL, keys also *_FILE)
-PROVENANCE_LLM_TIMEOUT_SECONDS = env_int("PROVENANCE_LLM_TIMEOUT_SECONDS", 60, minimum=1)
+# time limits of one model request: connect, the reply's first token, the whole reply.
+# A 0.5B model on two CPU cores reads a prompt of five chunks in 30-60 s, so the
+# defaults wait minutes; two attempts stay below PROVENANCE_QUERY_STALE_SECONDS (600)
+PROVENANCE_LLM_CONNECT_TIMEOUT_SECONDS = env_int(
+    "PROVENANCE_LLM_CONNECT_TIMEOUT_SECONDS", 10, minimum=1
+)
+PROVENANCE_LLM_FIRST_TOKEN_SECONDS = env_int("PROVENANCE_LLM_FIRST_TOKEN_SECONDS", 240, minimum=1)
+PROVENANCE_LLM_TIMEOUT_SECONDS = env_int("PROVENANCE_LLM_TIMEOUT_SECONDS", 280, minimum=1)
+# the seed sent to a model (where the server takes one), so a reply can be reproduced;
+# empty = none sent
+PROVENANCE_LLM_SEED: int | None = (
+    env_int("PROVENANCE_LLM_SEED", 0) if env_str("PROVENANCE_LLM_SEED", "0") != "" else None
+)
 PROVENANCE_LLM_MAX_RETRIES = env_int("PROVENANCE_LLM_MAX_RETRIES", 2, minimum=0)
 PROVENANCE_LLM_BACKOFF_SECONDS = env_int("PROVENANCE_LLM_BACKOFF_MS", 500, minimum=0) / 1000
 # an app answering in steps answers at most this many sub-questions (docs/steps.md)

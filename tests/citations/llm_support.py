@@ -71,12 +71,21 @@ class Library:
     outside_chunk: Chunk
 
     def app(self, generator: str, **fields: Any) -> App:
+        """An app of ``generator``; its model's failures fail the question unless the test
+        says ``model_fallback="extractive"``, and it answers in the nested contract unless
+        the test says otherwise (these tests are about what the model did)."""
+        model_settings = {
+            "model_fallback": fields.pop("model_fallback", "fail"),
+            "model_contract": fields.pop("model_contract", "nested"),
+        }
+        model_settings |= {k: fields.pop(k) for k in list(fields) if k.startswith("model_")}
         return app_create(
             organization=self.organization,
             name=f"{generator} assistant",
             data_source_names=["Policies"],
             generator=generator,
             model=str(fields.pop("model", "test-model")),
+            model_settings=model_settings,
             **fields,
         )
 
@@ -98,6 +107,7 @@ def llm_library(db: None) -> Library:
 def fast_retries(settings: Settings) -> None:
     settings.PROVENANCE_LLM_BACKOFF_SECONDS = 0.01
     settings.PROVENANCE_LLM_TIMEOUT_SECONDS = 1
+    settings.PROVENANCE_LLM_FIRST_TOKEN_SECONDS = 1
 
 
 @pytest.fixture

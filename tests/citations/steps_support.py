@@ -70,6 +70,8 @@ class StepsLibrary:
     def app(self, generator: str = "extractive", **fields: Any) -> App:
         model = str(fields.pop("model", "test-model" if generator != "extractive" else ""))
         min_score = fields.pop("min_score", None)
+        # these tests are about what the model did: its failures fail the question
+        model_settings = {"model_fallback": fields.pop("model_fallback", "fail")}
         app = app_create(
             organization=self.organization,
             name=str(fields.pop("name", f"{generator} steps")),
@@ -77,6 +79,7 @@ class StepsLibrary:
             generator=generator,
             model=model,
             reasoning=str(fields.pop("reasoning", "steps")),
+            model_settings=model_settings,
             **fields,
         )
         if min_score is not None:  # a retrieval setting, edited as in the admin

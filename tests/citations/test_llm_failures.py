@@ -88,7 +88,7 @@ OPENAI_FAILURES = [
         "model_timeout",
         504,
         "did not answer within 1 s",
-        3,
+        1,
     ),
     (
         "refusal",
@@ -215,7 +215,7 @@ ANTHROPIC_FAILURES = [
         "model_timeout",
         504,
         "did not answer within 1 s",
-        3,
+        1,
     ),
     (
         "refusal",

@@ -98,7 +98,8 @@ def test_the_admin_edits_an_app_s_generator_and_refuses_one_without_a_model(
     client = Client()
     client.force_login(user)
     form = client.get(f"/admin/citations/app/{app.pk}/change/").content.decode()
-    for field in ("generator", "model", "prompt", "temperature", "max_output_tokens"):
+    fields = ("generator", "model", "prompt", "temperature", "max_output_tokens")
+    for field in (*fields, "model_contract", "model_fallback", "model_timeout_seconds"):
         assert f'name="{field}"' in form
     data = {
         "organization": str(app.organization_id),
@@ -115,6 +116,9 @@ def test_the_admin_edits_an_app_s_generator_and_refuses_one_without_a_model(
         "temperature": "0.3",
         "max_output_tokens": 512,
         "reasoning": "single",
+        "model_contract": "flat",
+        "model_fallback": "extractive",
+        "model_timeout_seconds": "900",
     }
     refused = client.post(f"/admin/citations/app/{app.pk}/change/", data)
     assert refused.status_code == 200 and "needs a model" in refused.content.decode()
@@ -126,4 +130,9 @@ def test_the_admin_edits_an_app_s_generator_and_refuses_one_without_a_model(
         "claude-x",
         0.3,
         512,
+    )
+    assert (app.model_contract, app.model_fallback, app.model_timeout_seconds) == (
+        "flat",
+        "extractive",
+        900,
     )

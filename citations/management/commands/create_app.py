@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from citations.llm_apps import AppError, app_create
-from citations.models import App, Reasoning
+from citations.models import App, ModelContract, ModelFallback, Reasoning
 from documents.models import Organization
 
 
@@ -41,6 +41,31 @@ class Command(BaseCommand):
             default=Reasoning.SINGLE,
             help="steps: answer a question that asks several things step by step",
         )
+        parser.add_argument(
+            "--model-contract",
+            choices=ModelContract.values,
+            default=ModelContract.AUTO,
+            help="the form an OpenAI-compatible model answers in (default auto)",
+        )
+        parser.add_argument(
+            "--model-fallback",
+            choices=ModelFallback.values,
+            default=ModelFallback.EXTRACTIVE,
+            help="when the model cannot give a verified answer: answer extractively "
+            "(default) or fail",
+        )
+        parser.add_argument(
+            "--model-timeout", type=int, default=None, help="seconds for a whole model reply"
+        )
+        parser.add_argument(
+            "--model-first-token-timeout",
+            type=int,
+            default=None,
+            help="seconds until the model's first token",
+        )
+        parser.add_argument(
+            "--model-connect-timeout", type=int, default=None, help="seconds to connect"
+        )
 
     def handle(self, *args: object, **options: Any) -> None:
         organization = Organization.objects.filter(name=options["organization"]).first()
@@ -58,6 +83,13 @@ class Command(BaseCommand):
                 temperature=options["temperature"],
                 max_output_tokens=options["max_output_tokens"],
                 reasoning=str(options["reasoning"]),
+                model_settings={
+                    "model_contract": options["model_contract"],
+                    "model_fallback": options["model_fallback"],
+                    "model_timeout_seconds": options["model_timeout"],
+                    "model_first_token_seconds": options["model_first_token_timeout"],
+                    "model_connect_seconds": options["model_connect_timeout"],
+                },
             )
         except AppError as exc:
             raise CommandError(str(exc)) from exc
