@@ -50,8 +50,8 @@ _EDGES = " \t\r\n\"'`\u2018\u2019\u201c\u201d\u00ab\u00bb"
 # a near match needs this many characters of quote (a short quote with a wrong letter
 # could be another word: "thirty"/"thirsty"), and at most one edit per this many
 NEAR_MIN_CHARS = 24
-NEAR_CHARS_PER_EDIT = 12
-NEAR_MAX_EDITS = 12
+NEAR_CHARS_PER_EDIT = 16
+NEAR_MAX_EDITS = 10
 # longer quotes are not searched approximately: the search grows with quote × chunk
 NEAR_MAX_CHARS = 600
 

@@ -119,11 +119,13 @@ class OpenAIChatGenerator(TwoAttempts):
         return replace(messages, messages=conversation)
 
     def attempts_read(self, first: Attempt, second: Attempt) -> None:
-        """A flat retry that verified a claim where the nested reply verified none: this
-        server's model keeps the flat contract; later questions start with it."""
-        if second.call.wire.get("contract") != "flat" or not second.checks:
+        """A flat retry that did better than the nested reply (read where that could not
+        be, or verified a claim where that verified none): this server's model keeps the
+        flat contract, and later questions start with it."""
+        if second.call.wire.get("contract") != "flat" or second.checks is None:
             return
-        if any(c.supported for c in second.checks):
+        verified = any(c.supported for c in second.checks)
+        if first.checks is None or verified:
             base_url, model = second.call.base_url, self.app.model
             wire, _ = WIRES.recall(base_url, model)
             WIRES.remember(base_url, model, replace(wire, contract="flat"))
@@ -143,7 +145,7 @@ class OpenAIChatGenerator(TwoAttempts):
             request["stream"] = True
         kind = wire.response_format
         if contract is None and kind != "none":
-            kind = "json_object"
+            kind = "json_object"  # any JSON object: the plan of steps has its own shape
         form = response_format(contract or "nested", kind)
         if form is not None:
             request["response_format"] = form

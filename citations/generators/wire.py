@@ -18,8 +18,10 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-# structured output, strongest first; "none" = the contract in the prompt alone
-RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+# structured output, strongest first: a JSON schema (OpenAI, vLLM, Ollama, llama.cpp's
+# llama-server); JSON mode constrained by a schema (llama-cpp-python's own form, which
+# refuses json_schema); JSON mode; "none" = the contract in the prompt alone
+RESPONSE_FORMATS = ("json_schema", "json_object_schema", "json_object", "none")
 # how the reply length is bounded: the classic name, OpenAI's newer one, or not at all
 LENGTH_PARAMETERS = ("max_tokens", "max_completion_tokens", "none")
 # the contract forms a model answers in: nested (citations, then sentences citing

@@ -64,7 +64,7 @@ def test_every_marker_is_a_verified_claim_with_its_evidence(
             json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         ).hexdigest()
     )
-    assert json.loads(call.raw_response)["id"] == call.response_id
+    assert ms.completion_received(call.raw_response)["id"] == call.response_id
     assert call.response_sha256 == hashlib.sha256(call.raw_response.encode()).hexdigest()
     assert (call.input_tokens, call.output_tokens, call.transport_retries) == (812, 64, 0)
     assert call.latency_ms > 0 and call.response_model == "gpt-test-2026-01-01"

@@ -130,7 +130,9 @@ def test_malformed_steps_fall_back_to_one_step_and_the_trace_says_why(
     assert step.question == TWO_FACTS and step.proposed_by == "fallback"
     assert "fell back to one step" in step.reasoning_trace and f"({code})" in step.reasoning_trace
     plan_call = ModelCall.objects.get(query=execution, attempt=1)
-    assert json.loads(plan_call.raw_response)["choices"][0]["message"]["content"] == plan
+    assert (
+        ms.completion_received(plan_call.raw_response)["choices"][0]["message"]["content"] == plan
+    )
     assert step.model_call_attempts == [2] and step.outcome == "answered"
     assert_step_invariants(execution)
 

@@ -37,6 +37,9 @@ class Server:
     requests: list[dict[str, Any]]
     headers: list[dict[str, str]]
     replies: list[Script]
+    # a request that asks for ``stream`` gets its completion as an event stream of
+    # chunks, as OpenAI sends it; False: the server ignores ``stream`` (some do)
+    streams: bool = True
 
     def script(self, *replies: Script) -> None:
         """Replies in order; the last one repeats."""
@@ -67,9 +70,12 @@ def _handler(
                     reply = authorised_reply
             time.sleep(reply.delay)
             data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+            kind = "application/json"
+            if body.get("stream") and server.streams and _completion(reply):
+                data, kind = sse_of(reply.body), "text/event-stream"
             try:
                 self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(data)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
@@ -79,6 +85,58 @@ def _handler(
                 pass
 
     return Handler
+
+
+def _completion(reply: Reply) -> bool:
+    body = reply.body
+    return (
+        reply.status == 200 and isinstance(body, dict) and body.get("object") == "chat.completion"
+    )
+
+
+def sse_of(completion: dict[str, Any], pieces: int = 3) -> bytes:
+    """A completion as the event stream of ``chat.completion.chunk`` objects OpenAI sends
+    for ``stream: true``: the content in pieces, the finish reason, then ``[DONE]``."""
+    choice = completion["choices"][0]
+    content = choice["message"].get("content") or ""
+    size = max(1, -(-len(content) // pieces))
+    base = {k: completion[k] for k in ("id", "created", "model")} | {
+        "object": "chat.completion.chunk"
+    }
+    chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    for start in range(0, len(content), size):
+        delta = {"content": content[start : start + size]}
+        chunks.append({**base, "choices": [{"index": 0, "delta": delta}]})
+    if choice["message"].get("refusal"):
+        delta = {"refusal": choice["message"]["refusal"]}
+        chunks.append({**base, "choices": [{"index": 0, "delta": delta}]})
+    final = {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}
+    chunks.append({**base, "choices": [final], "usage": completion.get("usage")})
+    lines = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()
+
+
+def completion_received(raw: str) -> dict[str, Any]:
+    """A stored reply (one JSON body, or the event stream of its chunks) as the
+    completion it carried: ``id``, ``model`` and the message's content."""
+    if not raw.lstrip().startswith("data:"):
+        return dict(json.loads(raw))
+    chunks = [
+        json.loads(line[5:])
+        for line in raw.splitlines()
+        if line.startswith("data:") and line[5:].strip() != "[DONE]"
+    ]
+    content = "".join(
+        (choice.get("delta") or {}).get("content") or ""
+        for chunk in chunks
+        for choice in chunk.get("choices") or []
+    )
+    first = chunks[0]
+    return {
+        "id": first["id"],
+        "model": first["model"],
+        "choices": [{"message": {"role": "assistant", "content": content}}],
+    }
 
 
 @contextmanager

@@ -1,0 +1,114 @@
+"""The ``openai`` generator against a real OpenAI-compatible server and a real small
+model: llama-cpp-python's server with SmolLM2-135M-Instruct, started by the test.
+
+This server refuses ``response_format: json_schema`` with a 500 whose body is a
+validation error, and a 135M model rarely keeps the nested contract: the product has
+to negotiate the wire, turn to the flat contract, verify what it can and fall back to
+the extractive answer for the rest. Asserted on state: every question answered
+(by the model or by the fallback, said which), every ``[n]`` a verified claim, the
+negotiation recorded on the calls and paid once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rest_framework.test import APIClient
+
+from citations.generators.wire import WIRES
+from citations.markers import markers_in
+from citations.models import ClaimCheck, ClaimCitation, ModelCall, QueryExecution, QuotedSource
+from tests.citations import llm_support
+from tests.support.llama_server import LlamaServer, llama_server
+
+llm_library = llm_support.llm_library
+
+# a 135M model that loses its way fills whatever it may write: a short answer's worth
+MAX_OUTPUT_TOKENS = 256
+QUESTIONS = [
+    "How long are camera recordings kept?",
+    "How long are signed customer contracts kept?",
+    "Who may sign contracts above one million euros?",
+    "Who operates the surveillance cameras?",
+    "What is the capital of Australia?",
+]
+
+
+@pytest.fixture(scope="module")
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    with llama_server(tmp_path_factory.mktemp("llama")) as server:
+        yield server
+
+
+@pytest.fixture
+def pointed_at(real_server: LlamaServer, monkeypatch: pytest.MonkeyPatch) -> LlamaServer:
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    monkeypatch.setenv("OPENAI_BASE_URL", real_server.url)
+    WIRES.forget()
+    return real_server
+
+
+def _app(library: llm_support.Library, client: APIClient, model: str) -> str:
+    """An app made as an integrator makes one: the product's defaults for the rest."""
+    response = client.post(
+        "/v1/flow/apps",
+        {
+            "name": "local model",
+            "data_sources": ["Policies"],
+            "generator": "openai",
+            "model": model,
+            "max_output_tokens": MAX_OUTPUT_TOKENS,
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["model_contract"], body["model_fallback"]) == ("auto", "extractive")
+    return str(body["id"])
+
+
+def test_every_question_is_answered_and_every_marker_is_verified(
+    llm_library: llm_support.Library, pointed_at: LlamaServer
+) -> None:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {llm_library.key}")
+    app_id = _app(llm_library, client, pointed_at.model)
+    assert QUESTIONS
+    bodies = []
+    for question in QUESTIONS:
+        response = client.post(
+            f"/semantics/apps/{app_id}/query-executions", {"query": question}, format="json"
+        )
+        assert response.status_code == 201, (question, response.content)
+        bodies.append(response.json())
+
+    for body in bodies:
+        execution = QueryExecution.objects.get(pk=body["query_id"])
+        assert execution.status == "completed"
+        assert body["generator"] in ("openai", "extractive")
+        assert (body["generator"] == "extractive") == bool(body["fallback_reason"])
+        quoted = list(QuotedSource.objects.filter(query=execution))
+        assert sorted(set(markers_in(execution.answer)), key=int) == sorted(
+            (q.quoted_as for q in quoted), key=int
+        )
+        for claim in ClaimCitation.objects.filter(query=execution).select_related(
+            "quoted_source__chunk"
+        ):
+            chunk = claim.quoted_source.chunk
+            assert chunk.chunk_text[claim.source_start : claim.source_end] == claim.source_sentence
+            if body["generator"] == "openai":  # a model's claim stands only on its check
+                check = ClaimCheck.objects.get(query=execution, claim=claim)
+                assert check.supported and check.alignment
+        calls = list(ModelCall.objects.filter(query=execution).order_by("attempt"))
+        assert calls, "the model was asked for every question"
+
+    calls = list(ModelCall.objects.order_by("query__created_at", "attempt"))
+    first = calls[0].wire
+    # the server refused json_schema once (a 500 naming response_format); JSON mode after
+    assert first["refused"] == ["response_format=json_schema (500)"], first
+    assert first["response_format"] == "json_object_schema" and first["remembered"] is False
+    assert all(c.wire["remembered"] for c in calls[1:]), [c.wire for c in calls]
+    assert all(c.wire["streamed"] for c in calls if not c.error)
+    by_model = sum(b["generator"] == "openai" for b in bodies)
+    print(f"answered by the model: {by_model} of {len(bodies)}; the rest by the fallback")
