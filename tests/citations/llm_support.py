@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pytest_django import Settings
 
+from citations.generators.wire import WIRES
 from citations.llm_apps import app_create
 from citations.models import App
 from documents import ingestion
@@ -114,6 +115,7 @@ def fast_retries(settings: Settings) -> None:
 def openai_server(
     monkeypatch: pytest.MonkeyPatch, fast_retries: None
 ) -> Iterator[model_servers.Server]:
+    WIRES.forget()  # what earlier servers accepted is not this one's
     with model_servers.openai_server() as server:
         monkeypatch.setenv("OPENAI_API_KEY", model_servers.KEY)
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")

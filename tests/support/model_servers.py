@@ -268,6 +268,39 @@ def answering(*claims: tuple[str, str]) -> Script:
     return reply
 
 
+_FLAT_SNIPPET = re.compile(
+    r"^Snippet (\d+)(?: \(.*?\))?:\n(.*?)(?=\n\nSnippet \d+|\Z)", re.S | re.M
+)
+
+
+def flat_snippets_of(request: dict[str, Any]) -> dict[int, str]:
+    """The numbered snippets of a flat-contract request (the model's view)."""
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    found = _DELIMITED.search(user)
+    assert found, user
+    return {int(m.group(1)): m.group(2) for m in _FLAT_SNIPPET.finditer(found.group(2))}
+
+
+def is_flat(request: dict[str, Any]) -> bool:
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    return "\nSnippet 1" in user
+
+
+def flat_answering(*claims: tuple[str, str], quoted: Callable[[str], str] = str) -> Script:
+    """A model keeping the flat contract: each ``(sentence, quote)`` names the snippet
+    holding the quote; ``quoted`` changes the quote as a model might copy it."""
+
+    def reply(request: dict[str, Any]) -> Reply:
+        snippets = flat_snippets_of(request)
+        items = []
+        for text, quote in claims:
+            number = next(n for n, body in snippets.items() if quote in body)
+            items.append({"snippet": number, "quote": quoted(quote), "text": text})
+        return chat_completion(request, json.dumps({"answer": items}, ensure_ascii=False))
+
+    return reply
+
+
 # --- Anthropic --------------------------------------------------------------------
 
 
