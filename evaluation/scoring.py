@@ -204,9 +204,34 @@ def figures_compute(items: Sequence[EvaluationItem], *, seeds: int) -> dict:
         },
         "verdicts": dict(sorted(Counter(i.verdict for i in items).items())),
         "seed_agreement": _seed_agreement(items) if seeds > 1 else None,
+        **_writers(done, with_answer),
     }
     figures["targets"] = targets_compare(figures)
     return figures
+
+
+def _written(item: EvaluationItem) -> tuple[str, str]:
+    """The generator that wrote an item's answer and why the app's model did not."""
+    query = item.query
+    return (query.generator, query.fallback_reason) if query is not None else ("", "")
+
+
+def _writers(done: Sequence[EvaluationItem], with_answer: Sequence[EvaluationItem]) -> dict:
+    """Who wrote the answers, and the answer coverage of a model's own answers against
+    its fallback's (an app whose model could not give a verified answer fell back)."""
+    by_model = [i for i in with_answer if _written(i)[0] not in ("", "extractive")]
+    fallen = [i for i in with_answer if _written(i)[1]]
+    reasons = Counter(_written(i)[1] for i in done if _written(i)[1])
+    return {
+        "written_by": dict(sorted(Counter(_written(i)[0] or "–" for i in done).items())),
+        "fallback_reasons": dict(sorted(reasons.items())),
+        "model_answer_coverage": _rate(
+            sum(bool(i.answer_coverage) for i in by_model), len(by_model)
+        ),
+        "fallback_answer_coverage": _rate(
+            sum(bool(i.answer_coverage) for i in fallen), len(fallen)
+        ),
+    }
 
 
 def _rate_float(total: float, denominator: int) -> float | None:

@@ -322,7 +322,7 @@ def _snippet(chunk_id: object, document: str, section: str, text: str, sections:
 
 @transaction.atomic
 def _finish(run: EvaluationRun) -> EvaluationOutcome:
-    items = list(run.items.order_by("position"))
+    items = list(run.items.select_related("query").order_by("position"))
     outcome = EvaluationOutcome.objects.create(
         run=run,
         organization_id=run.organization_id,
@@ -338,7 +338,7 @@ def evaluation_run_fail(*, run: EvaluationRun, reason: str) -> EvaluationOutcome
     """End a run that cannot go on; its items so far stay. None if it had ended."""
     if EvaluationOutcome.objects.filter(run=run).exists():
         return None
-    items = list(run.items.order_by("position"))
+    items = list(run.items.select_related("query").order_by("position"))
     outcome = EvaluationOutcome.objects.create(
         run=run,
         organization_id=run.organization_id,

