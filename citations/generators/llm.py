@@ -1,7 +1,8 @@
-"""What the model generators share: API keys from the environment, one request with
-retries (with backoff, for 429, 5xx and timeouts only), provider errors turned into
-:class:`ModelError` with a message that says what to fix, and the evidence of
-each call (prompt and raw reply, hashed).
+"""What the model generators share: API keys from the environment, time limits, one
+request with retries (with backoff, for 429, 5xx and failed connections only; a
+refusal of a parameter is raised at once, for the caller to step down), provider
+errors turned into :class:`ModelError` with a message that says what to fix, and the
+evidence of each call (prompt and raw reply, hashed).
 """
 
 from __future__ import annotations
@@ -39,17 +40,11 @@ class Timeouts:
 def timeouts_for(app: Any) -> Timeouts:
     """The app's model time limits, each falling back to the environment's."""
     return Timeouts(
-        connect=float(
-            getattr(app, "model_connect_seconds", None)
-            or settings.PROVENANCE_LLM_CONNECT_TIMEOUT_SECONDS
-        ),
+        connect=float(app.model_connect_seconds or settings.PROVENANCE_LLM_CONNECT_TIMEOUT_SECONDS),
         first_token=float(
-            getattr(app, "model_first_token_seconds", None)
-            or settings.PROVENANCE_LLM_FIRST_TOKEN_SECONDS
+            app.model_first_token_seconds or settings.PROVENANCE_LLM_FIRST_TOKEN_SECONDS
         ),
-        total=float(
-            getattr(app, "model_timeout_seconds", None) or settings.PROVENANCE_LLM_TIMEOUT_SECONDS
-        ),
+        total=float(app.model_timeout_seconds or settings.PROVENANCE_LLM_TIMEOUT_SECONDS),
     )
 
 

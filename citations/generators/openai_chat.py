@@ -91,7 +91,7 @@ class OpenAIChatGenerator(TwoAttempts):
 
     def _contract(self, base_url: str) -> str:
         """The app's contract, or under ``auto`` the one this server's model kept."""
-        chosen = getattr(self.app, "model_contract", "auto") or "auto"
+        chosen = self.app.model_contract
         if chosen != "auto":
             return chosen
         return WIRES.recall(base_url, self.app.model)[0].contract
@@ -106,7 +106,7 @@ class OpenAIChatGenerator(TwoAttempts):
         """The retry: under ``auto``, a nested reply that verified nothing starts afresh in
         the flat contract; otherwise the model is told what to fix."""
         nothing = first.checks is None or not any(c.supported for c in first.checks)
-        auto = (getattr(self.app, "model_contract", "auto") or "auto") == "auto"
+        auto = self.app.model_contract == "auto"
         if auto and messages.contract == "nested" and nothing and first.model_error is None:
             flat = contract_messages("flat", messages.system, messages.question, messages.passages)
             return replace(messages, contract="flat", messages=flat)

@@ -185,4 +185,6 @@ def response_output(
         "user": None,
         "usage": usage_of(execution) if finished else None,
         "query_id": str(response.query_id) if response.query_id else None,
+        "generator": execution.generator or None if execution is not None else None,
+        "fallback_reason": execution.fallback_reason if execution is not None else None,
     }

@@ -202,6 +202,12 @@ class ResponseObject(serializers.Serializer):
         help_text="The answer's query execution: its quoted sources are at "
         "`/semantics/apps/{llm_app_id}/query-execution-sources/{query_id}/get-quoted-sources`.",
     )
+    generator = serializers.CharField(
+        allow_null=True,
+        help_text="The generator that wrote the answer: the app's, or extractive when its "
+        "model could not give a verified answer (then fallback_reason says why).",
+    )
+    fallback_reason = serializers.CharField(allow_null=True, allow_blank=True)
 
 
 class ResponseDeleted(serializers.Serializer):

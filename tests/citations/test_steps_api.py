@@ -230,6 +230,8 @@ def _app_form(app: App, **changes: object) -> dict:
         "temperature": "",
         "max_output_tokens": 1024,
         "reasoning": "single",
+        "model_contract": "auto",
+        "model_fallback": "extractive",
         **changes,
     }
 

@@ -99,3 +99,24 @@ def test_a_model_failure_fails_the_response_with_its_code(
     assert failed["status"] == "failed" and failed["error"]["code"] == "rate_limit_exceeded"
     assert failed["output"][0]["type"] == "file_search_call"
     assert failed["output"][0]["status"] == "failed"
+
+
+def test_a_response_whose_model_timed_out_is_answered_by_the_fallback_and_says_so(
+    llm_library: llm_support.Library, openai_server: ms.Server
+) -> None:
+    def hanging(request: dict) -> ms.Reply:
+        reply = ms.answering(CAMERAS)(request)
+        reply.delay = 1.6  # past the fixture's 1 s limits
+        return reply
+
+    openai_server.script(hanging)
+    app = llm_library.app("openai", model_fallback="extractive")
+
+    reply = _client(llm_library).post(
+        "/v1/responses", {"model": str(app.pk), "input": QUESTION}, format="json"
+    )
+
+    response = reply.json()
+    assert reply.status_code == 200 and response["status"] == "completed", response["error"]
+    assert (response["generator"], response["fallback_reason"]) == ("extractive", "model_timeout")
+    assert "[1]" in response["output"][1]["content"][0]["text"]
