@@ -94,8 +94,12 @@ def llama_server(log_dir: Path) -> Iterator[LlamaServer]:
         str(port),
         "--n_ctx",
         str(CONTEXT_TOKENS),
+        # one thread: the suite runs beside it on the other core, and llama.cpp's threads
+        # spin-wait, so two of them on a loaded 2-core host fell to ~1 token/s (measured)
         "--n_threads",
-        "2",
+        "1",
+        "--n_threads_batch",
+        "1",
         "--seed",
         "0",
     ]
