@@ -26,8 +26,9 @@ from citations.generators.llm import (
     TwoAttempts,
     Where,
     api_key,
-    failed_call,
+    call_evidence,
     model_reply,
+    raw_reply,
     send,
     timeouts_for,
 )
@@ -217,14 +218,14 @@ class AnthropicGenerator(TwoAttempts):
         started = time.perf_counter()
         try:
             sent = send(
-                lambda: client.messages.with_raw_response.create(**request),
+                lambda: raw_reply(client.messages.with_raw_response.create(**request)),
                 sdk=anthropic,
                 where=where,
             )
         except ModelError as error:  # its call is evidence when the app falls back
             elapsed = (time.perf_counter() - started) * 1000
             error.calls = [
-                failed_call(
+                call_evidence(
                     error,
                     attempt=number,
                     where=where,

@@ -112,6 +112,11 @@ def _retryable(exc: Exception, sdk: ModuleType) -> bool:
     return isinstance(exc, sdk.APIConnectionError) and not isinstance(exc, sdk.APITimeoutError)
 
 
+def raw_reply(raw: Any) -> tuple[Any, str]:
+    """An SDK's ``with_raw_response`` reply as what it parses to and its HTTP body."""
+    return raw.parse(), raw.http_response.text
+
+
 class Refused(Exception):
     """The server refused a parameter of the request; ``step`` is what to ask with next."""
 
@@ -127,18 +132,14 @@ def send(
     where: Where,
     refusal: Callable[[Exception], Any] | None = None,
 ) -> Sent:
-    """``call()`` with retries on 429, 5xx and connection failures; ``call`` returns a
-    ``with_raw_response`` reply, or anything with ``parsed`` and ``raw_text`` when it
-    reads the reply itself. A refusal (``refusal(exc)`` not None) is raised as
-    :class:`Refused` at once: it is an answer about the request, not a transient."""
+    """``call()`` with retries on 429, 5xx and connection failures; ``call`` returns the
+    reply read and its HTTP body (:func:`raw_reply` for a ``with_raw_response`` one). A
+    refusal (``refusal(exc)`` not None) is raised as :class:`Refused` at once: it is an
+    answer about the request, not a transient."""
     started, retries = time.perf_counter(), 0
     while True:
         try:
-            raw = call()
-            if hasattr(raw, "http_response"):
-                parsed, text = raw.parse(), raw.http_response.text
-            else:
-                parsed, text = raw, raw.raw_text
+            parsed, text = call()
             return Sent(parsed, text, (time.perf_counter() - started) * 1000, retries)
         except sdk.APIError as exc:
             step = refusal(exc) if refusal is not None else None
@@ -227,27 +228,28 @@ def model_reply(
     codes: tuple[str, ...],
     wire: Mapping[str, Any] | None = None,
 ) -> ModelReply:
-    return ModelReply(
-        attempt=attempt,
-        provider=where.provider,
-        model=where.model,
-        base_url=where.base_url,
-        prompt=prompt,
+    return replace(
+        call_evidence(
+            None,
+            attempt=attempt,
+            where=where,
+            prompt=prompt,
+            codes=codes,
+            latency_ms=sent.latency_ms,
+            wire=wire,
+        ),
         raw_response=storable(sent.raw_text),
         response_id=response_id or "",
         response_model=response_model or "",
         finish_reason=finish_reason or "",
         input_tokens=usage[0],
         output_tokens=usage[1],
-        latency_ms=sent.latency_ms,
         transport_retries=sent.retries,
-        contract_codes=codes,
-        wire=dict(wire or {}),
     )
 
 
-def failed_call(
-    error: ModelError,
+def call_evidence(
+    error: ModelError | None,
     *,
     attempt: int,
     where: Where,
@@ -256,7 +258,8 @@ def failed_call(
     latency_ms: float,
     wire: Mapping[str, Any] | None = None,
 ) -> ModelReply:
-    """The evidence of a request that gave no reply to read: what was sent and why."""
+    """The evidence of a request: what was sent, and why it gave no reply to read
+    (``error``; :func:`model_reply` fills in the reply of one that gave one)."""
     return ModelReply(
         attempt=attempt,
         provider=where.provider,
@@ -267,7 +270,7 @@ def failed_call(
         latency_ms=latency_ms,
         contract_codes=codes,
         wire=dict(wire or {}),
-        error=storable(f"{error.code}: {error.message}"),
+        error=storable(f"{error.code}: {error.message}") if error is not None else "",
     )
 
 

@@ -27,7 +27,7 @@ from citations.generators.llm import (
     TwoAttempts,
     Where,
     api_key,
-    failed_call,
+    call_evidence,
     model_reply,
     send,
     sha256_json,
@@ -160,8 +160,9 @@ class OpenAIChatGenerator(TwoAttempts):
         while True:
             request = build(wire)
 
-            def call(request: dict[str, Any] = request) -> Completion:
-                return completion_request(client, request, self.timeouts)
+            def call(request: dict[str, Any] = request) -> tuple[Completion, str]:
+                completion = completion_request(client, request, self.timeouts)
+                return completion, completion.raw_text
 
             def refused(exc: Exception, wire: Wire = wire) -> Wire | None:
                 status = getattr(exc, "status_code", 0) or 0
@@ -198,12 +199,12 @@ class OpenAIChatGenerator(TwoAttempts):
         started = time.perf_counter()
         try:
             sent, request, wire, remembered = self._send(client, build, where)
-        except (ModelError, ReplyTimeout, BadBody, openai.APITimeoutError) as exc:
+        except (ModelError, ReplyTimeout, BadBody) as exc:
             error = self._error(exc, where)
             wire, remembered = WIRES.recall(where.base_url, self.app.model)
             evidence = {**wire.evidence(remembered=remembered), "contract": contract or ""}
             error.calls = [
-                failed_call(
+                call_evidence(
                     error,
                     attempt=number,
                     where=where,
@@ -253,8 +254,8 @@ class OpenAIChatGenerator(TwoAttempts):
         if isinstance(exc, ModelError):
             return exc
         at = f"openai at {where.base_url}"
-        if isinstance(exc, ReplyTimeout | openai.APITimeoutError):
-            return timeout_error(exc, at, self.timeouts)
+        if isinstance(exc, ReplyTimeout):
+            return timeout_error(exc, at)
         return ModelError(
             f"{at} sent a reply that is not a chat completion: {exc}", code="model_bad_response"
         )

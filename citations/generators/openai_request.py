@@ -195,17 +195,12 @@ def completion_request(
     return completion_of(raw.http_response.text)
 
 
-def timeout_error(
-    exc: ReplyTimeout | openai.APITimeoutError, at: str, timeouts: Timeouts
-) -> ModelError:
-    """A limit passed, as the error the caller gets, naming the limit and its setting."""
-    if isinstance(exc, ReplyTimeout):
-        which, seconds = exc.which.replace("_", " "), exc.seconds
-    else:
-        which, seconds = "reply", timeouts.total
+def timeout_error(exc: ReplyTimeout, at: str) -> ModelError:
+    """A limit passed while the reply streamed, naming the limit and its setting (the
+    SDK's own timeouts, before any reply, are :func:`citations.generators.llm.model_error`'s)."""
     return ModelError(
-        f"{at} did not answer within {seconds:g} s ({which} limit; raise the app's model "
-        "timeouts or PROVENANCE_LLM_*_SECONDS for a slow model)",
+        f"{at} did not answer within {exc.seconds:g} s ({exc.which.replace('_', ' ')} limit; "
+        "raise the app's model timeouts or PROVENANCE_LLM_*_SECONDS for a slow model)",
         code="model_timeout",
         status=504,
     )

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from citations.generators import ModelReply
-from citations.generators.llm import Where, model_reply, send
+from citations.generators.llm import Where, model_reply, raw_reply, send
 from citations.reasoning.decompose import FALLBACK, MODEL, Plan, StepPlan, plan_capped
 
 PLAN_SYSTEM = """You plan how a question about a company's documents will be looked up. \
@@ -119,7 +119,9 @@ def _anthropic(generator: Any, system: str, question: str) -> tuple[ModelReply, 
         "messages": [{"role": "user", "content": f"Question: {question}"}],
     }
     sent = send(
-        lambda: client.messages.with_raw_response.create(**request), sdk=anthropic, where=where
+        lambda: raw_reply(client.messages.with_raw_response.create(**request)),
+        sdk=anthropic,
+        where=where,
     )
     message = sent.parsed
     call = model_reply(

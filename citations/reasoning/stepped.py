@@ -31,8 +31,8 @@ from citations.generators.extractive.thresholds import LEXICAL_WEIGHT, PRIOR_WEI
 from citations.markers import MARKER
 from citations.model_evidence import claim_checks_create, model_calls_create
 from citations.models import (
+    App,
     ClaimCitation,
-    ModelFallback,
     QueryExecution,
     QuotedSource,
     ReasoningStep,
@@ -50,7 +50,7 @@ from citations.reasoning.attribution import (
 from citations.reasoning.decompose import Plan, StepPlan, question_decompose
 from citations.reasoning.proposals import plan_propose
 from citations.services.searching import Retrieved, Searcher
-from citations.services.writing import NOT_FALLEN_BACK, answer_write
+from citations.services.writing import answer_write, falls_back
 
 NO_HITS = "No passage was retrieved for this step, so it is not answered."
 # the answers of earlier steps a step searches with, at most this long (the embedder
@@ -366,14 +366,14 @@ def _run_step(
 
 
 def _plan(
-    generator: Generator | ModelGenerator, question: str, fallback: str
+    generator: Generator | ModelGenerator, question: str, app: App
 ) -> tuple[Plan, ModelReply | None]:
     max_steps = settings.PROVENANCE_REASONING_MAX_STEPS
     if isinstance(generator, ModelGenerator):
         try:
             return plan_propose(generator, question, max_steps=max_steps)
         except ModelError as exc:  # planned by the question's structure instead
-            if fallback == ModelFallback.FAIL or exc.code in NOT_FALLEN_BACK:
+            if not falls_back(app, exc):
                 raise
             plan = question_decompose(question, max_steps=max_steps)
             note = f"the model could not plan the steps ({exc.code}): planned by the question"
@@ -386,7 +386,7 @@ def stepped_answer(
 ) -> SteppedAnswer:
     """Plan, answer each step, and join them into the final answer."""
     generator = generator_for(searcher.app)
-    plan, plan_call = _plan(generator, question, searcher.app.model_fallback)
+    plan, plan_call = _plan(generator, question, searcher.app)
     done: list[StepResult] = []
     for number, step in enumerate(plan.steps, start=1):
         done.append(

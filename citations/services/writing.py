@@ -55,6 +55,11 @@ def fallback_meaning(reason: str) -> str:
     return FALLBACK_MEANINGS.get(reason, f"it failed ({reason})")
 
 
+def falls_back(app: App, error: ModelError) -> bool:
+    """Whether ``app`` answers extractively after its model failed with ``error``."""
+    return app.model_fallback != ModelFallback.FAIL and error.code not in NOT_FALLEN_BACK
+
+
 @dataclass(frozen=True)
 class Written:
     """An answer's composition, the model's generation (its calls and checks, when a
@@ -88,13 +93,12 @@ def answer_write(
             question=question, question_vector=question_vector(), passages=passages
         )
         return Written(compose(claims), None, generator.name)
-    falls_back = app.model_fallback != ModelFallback.FAIL
     try:
         generation = generator.answer(
             question=question, passages=passages, instructions=instructions
         )
     except ModelError as exc:
-        if not falls_back or exc.code in NOT_FALLEN_BACK:
+        if not falls_back(app, exc):
             raise
         failed = Generation(claims=[], checks=[], calls=list(exc.calls))
         return _extractive(
@@ -105,7 +109,7 @@ def answer_write(
             generation=failed,
             reason=exc.code,
         )
-    if falls_back and _unverified(generation):
+    if app.model_fallback != ModelFallback.FAIL and _unverified(generation):
         return _extractive(
             app,
             question=question,
