@@ -4,7 +4,8 @@ Only an owner (or a superuser) can disable a table's triggers, truncate it or dr
 it, so an application that connects as the owner could erase its own evidence. The
 owner runs migrations; this role gets what the running application needs and no
 more: rows of the working tables, and only reading and appending on the evidence
-tables (a query execution is also completed once, which its trigger checks).
+tables (a query execution is also completed once, which its trigger checks); the
+sources those cite are never deleted, and their triggers freeze their content.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ DEFAULT_ROLE = "provenance_app"
 _ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 # evidence rows that are written once and then completed once (status, answer)
 _COMPLETED_ONCE = ("citations.QueryExecution",)
+# sources: never deleted (deletion marks them), their content frozen by triggers
+# (documents migration 0015); status and progress columns stay the workers' to update
+_NEVER_DELETED = ("documents_file", "documents_documentmarkdown", "documents_sourceboxes")
 
 
 def _evidence_tables() -> dict[str, bool]:
@@ -46,6 +50,7 @@ def app_role_grant(*, role: str = DEFAULT_ROLE, password: str = "") -> list[str]
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {quoted}",
         f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {quoted}",
         f"REVOKE INSERT, UPDATE, DELETE ON django_migrations FROM {quoted}",
+        *(f"REVOKE DELETE ON {table} FROM {quoted}" for table in _NEVER_DELETED),
     ]
     for table, completed_once in _evidence_tables().items():
         statements.append(f"REVOKE UPDATE, DELETE ON {table} FROM {quoted}")

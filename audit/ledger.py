@@ -19,7 +19,7 @@ import decimal
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -48,10 +48,22 @@ CHAINED_MODELS = (
     "citations.StepClaim",
     "citations.AnswerFeedback",
     "audit.DocumentEvent",
+    "documents.RevisionSeal",
     "evaluation.EvaluationRun",
     "evaluation.EvaluationItem",
     "evaluation.EvaluationOutcome",
 )
+
+
+# checks of what the chained records vouch for, beyond the records themselves (a
+# published revision's chunks re-hashed against its seal): each returns the first
+# problem or "", and apps above the ledger register theirs in AppConfig.ready()
+CONTENT_CHECKS: list[Callable[[], str]] = []
+
+
+def ledger_content_check_register(check: Callable[[], str]) -> None:
+    if check not in CONTENT_CHECKS:
+        CONTENT_CHECKS.append(check)
 
 
 def _value(value: object) -> object:
@@ -242,7 +254,8 @@ class _Walk:
 
 def ledger_verify(*, stale_seconds: int | None = None) -> Verdict:
     """Recompute the chain; the first edited, removed, reordered, unchained or
-    unkeyed-after-keying record fails it, and so does an answer stuck ``running``."""
+    unkeyed-after-keying record fails it, and so does an answer stuck ``running`` or
+    a registered content check's problem (a sealed chunk whose text changed)."""
     tables, walk, seen, keyring = _models_by_table(), _Walk(), set(), audit_keyring()
     for batch in _batches():
         rows = _load_rows(tables, batch)
@@ -259,6 +272,7 @@ def ledger_verify(*, stale_seconds: int | None = None) -> Verdict:
         or _stale_running(
             settings.PROVENANCE_QUERY_STALE_SECONDS if stale_seconds is None else stale_seconds
         )
+        or next((p for check in CONTENT_CHECKS if (p := check())), "")
     )
     return Verdict(not problem, walk.checked, problem, walk.unkeyed)
 

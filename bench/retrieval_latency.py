@@ -510,8 +510,9 @@ def dataset_documents(
 def dataset_build(sizes: Sizes, articles: list[Article]) -> dict[str, Any]:
     """Wipe the bench database's content and load ``sizes.chunks`` chunks."""
     from django.db import connection
+    from django.utils import timezone
 
-    from documents.models import Chunk, Organization
+    from documents.models import Chunk, DocumentMarkdown, Organization
     from retrieval.models import LexicalPosting
     from retrieval.services import index_hash_rebuild
 
@@ -561,6 +562,9 @@ def dataset_build(sizes: Sizes, articles: list[Article]) -> dict[str, Any]:
     say(f"loading {len(texts)} chunks (COPY, binary)")
     started = time.perf_counter()
     _chunks_copy(documents, rows, texts, tokens, vectors, rng=rng)
+    DocumentMarkdown.objects.filter(pk__in=[row[1].pk for row in rows]).update(
+        published_at=timezone.now()
+    )
     figures["load_seconds"] = round(time.perf_counter() - started, 1)
     del vectors  # up to 1.5 GB; the build's memory is sampled next
     figures.update(_indexes_build(model_indexes, sizes.maintenance_work_mem))
@@ -646,7 +650,7 @@ def _files_create(
                 markdown=document.text,
                 sha256=digest,
                 is_active=True,
-                published_at=now,
+                # published once its chunks are in: a published Markdown takes none
                 metadata=metadata,
             )
             rows.append((file, markdown, source))

@@ -11,6 +11,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import F
 from django.db.models.functions import Cast
+from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
 from core.roles import Role
@@ -348,3 +349,32 @@ class Location(models.Model):
 
     def __str__(self) -> str:
         return f"lines {self.line_number_start}-{self.line_number_end} p.{self.page_number}"
+
+
+class RevisionSeal(models.Model):
+    """What a published conversion of a file revision held, chained as evidence.
+
+    Sources are write-once in the database (migration 0015's triggers), but the
+    owner can switch triggers off; the seal is in the keyed hash chain, so the
+    verifier re-derives every sealed chunk's hash from its text and names the first
+    that no longer matches (documents/seals.py). One seal per published Markdown.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
+    file = models.ForeignKey(File, on_delete=models.PROTECT, related_name="seals")
+    markdown = models.OneToOneField(DocumentMarkdown, on_delete=models.PROTECT, related_name="seal")
+    original_sha256 = models.CharField(max_length=64)
+    original_size = models.BigIntegerField()
+    markdown_sha256 = models.CharField(max_length=64)
+    # [chunk id, position, content hash, char_start, char_end] in position order
+    chunks = models.JSONField(default=list)
+    # SHA-256 over every location of those chunks (documents/seals.py: locations_digest)
+    locations_digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"seal of {self.markdown_id}"

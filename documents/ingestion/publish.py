@@ -9,6 +9,7 @@ from django.utils import timezone
 from documents.ingestion.status import ready_on
 from documents.leases import Lease
 from documents.models import Chunk, DocumentMarkdown, File
+from documents.seals import revision_seal
 
 
 @transaction.atomic
@@ -36,7 +37,13 @@ def publish(lease: Lease, markdown: DocumentMarkdown) -> bool:
     if record.lease_owner != lease.token:
         return False
     DocumentMarkdown.objects.filter(file=record, is_active=True).update(is_active=False)
-    DocumentMarkdown.objects.filter(pk=markdown.pk).update(is_active=True, published_at=now)
+    # published once: a rollback to an earlier conversion makes it active again, and
+    # its publication time and seal stay what they were (both are write-once)
+    DocumentMarkdown.objects.filter(pk=markdown.pk).update(is_active=True)
+    DocumentMarkdown.objects.filter(pk=markdown.pk, published_at__isnull=True).update(
+        published_at=now
+    )
+    revision_seal(DocumentMarkdown.objects.select_related("file").get(pk=markdown.pk))
     File.objects.filter(pk__in=older, superseded_at__isnull=True).update(superseded_at=now)
     chunks_retrievable_set(
         Chunk.objects.filter(file__in=[record.pk, *older]).exclude(markdown=markdown),

@@ -99,7 +99,14 @@ def test_truncation_by_a_superuser_with_triggers_off_is_caught_by_the_head(
     tables = ", ".join(f'"{t}"' for t in EVIDENCE_TABLES)
     _without_triggers(f"TRUNCATE {tables} CASCADE")
     assert not EvidenceEntry.objects.exists()
-    assert ledger_verify().ok  # what is left (nothing) chains: only the head can tell
+    # what is left (nothing) chains, but the published revisions lost their seals
+    verdict = ledger_verify()
+    assert not verdict.ok and "published but never sealed" in verdict.problem
+    with pytest.raises(CommandError, match="published but never sealed"):
+        _verify("--no-head")
+    # the head tells even where no source was sealed: the evidence alone is cut
+    _without_triggers(f"TRUNCATE {tables}, documents_organization CASCADE")
+    assert ledger_verify().ok
     with pytest.raises(CommandError, match="no longer in the chain"):
         _verify()
     assert "audit trail OK: 0 entries" in _verify("--no-head")

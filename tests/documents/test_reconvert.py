@@ -21,6 +21,7 @@ from documents.ingestion import file_delete, file_reconvert
 from documents.models import Chunk, DataSource, DocumentMarkdown, File
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.tamper import triggers_off
 from tests.support.worker import WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -40,7 +41,10 @@ def _ingested_by_an_older_converter(source: DataSource, corpus: Path) -> File:
     the state every PDF ingested before an upgrade is in."""
     record = factories.upload(source, "survey.pdf", (corpus / SURVEY).read_bytes()).file
     assert wait_for_status(record.pk).status == "ready"
-    DocumentMarkdown.objects.filter(file=record, is_active=True).update(converter_version="1.1.0")
+    with triggers_off():
+        DocumentMarkdown.objects.filter(file=record, is_active=True).update(
+            converter_version="1.1.0"
+        )
     return record
 
 
@@ -109,7 +113,8 @@ def test_a_failed_reconversion_keeps_the_file_ready_on_its_previous_conversion(
     old_markdown = record.markdowns.get(is_active=True)
     chunks = Chunk.objects.filter(markdown=old_markdown).count()
     # the worker's conversion fails as a hostile file's would: its stored bytes vanish
-    File.objects.filter(pk=record.pk).update(storage_key=f"{record.storage_key}-missing")
+    with triggers_off():
+        File.objects.filter(pk=record.pk).update(storage_key=f"{record.storage_key}-missing")
     with pytest.raises(CommandError, match="1 file.s. could not be converted again"):
         _run("--wait", "--timeout", "120")
     record.refresh_from_db()
@@ -179,15 +184,20 @@ def test_converting_again_with_a_version_already_published_reuses_it(
     assert list(record.markdowns.all()) == [current]
 
     # a rollback: the version in use now is the one an inactive conversion was made by
-    DocumentMarkdown.objects.filter(pk=current.pk).update(converter_version="9.9.0")
+    with triggers_off():
+        DocumentMarkdown.objects.filter(pk=current.pk).update(converter_version="9.9.0")
     _held(record)
     assert ingestion.file_convert(file_id=str(record.pk))
     assert ingestion.file_chunk(file_id=str(record.pk))
     assert ingestion.file_embed(file_id=str(record.pk))
     rolled_back = record.markdowns.get(is_active=True)
     assert rolled_back.converter_version == PdfConverter.version
-    DocumentMarkdown.objects.filter(pk=rolled_back.pk).update(converter_version="9.9.1")
-    DocumentMarkdown.objects.filter(pk=current.pk).update(converter_version=PdfConverter.version)
+    with triggers_off():
+        DocumentMarkdown.objects.filter(pk=rolled_back.pk).update(converter_version="9.9.1")
+    with triggers_off():
+        DocumentMarkdown.objects.filter(pk=current.pk).update(
+            converter_version=PdfConverter.version
+        )
     _held(record)
     assert ingestion.file_convert(file_id=str(record.pk))
     record.refresh_from_db()
@@ -216,7 +226,8 @@ def test_reconvert_refuses_bad_input_and_leaves_failed_and_deleted_files_alone(
     assert not file_reconvert(file=failed, reason="test")
     deleted = factories.upload(source, "notes.md", b"# Notes\n\nNothing yet.\n").file
     assert wait_for_status(deleted.pk).status == "ready"
-    DocumentMarkdown.objects.filter(file=deleted).update(converter_version="0.9.0")
+    with triggers_off():
+        DocumentMarkdown.objects.filter(file=deleted).update(converter_version="0.9.0")
     file_delete(file=deleted, reason="withdrawn")
     assert not file_reconvert(file=deleted, reason="test")
     assert _run().rstrip().endswith("0 file(s) queued to convert again")
@@ -233,7 +244,8 @@ def _markdown_files(source: DataSource, count: int) -> list[File]:
     ]
     for record in records:
         assert wait_for_status(record.pk).status == "ready"
-    DocumentMarkdown.objects.filter(file__in=records).update(converter_version="0.9.0")
+    with triggers_off():
+        DocumentMarkdown.objects.filter(file__in=records).update(converter_version="0.9.0")
     return records
 
 
