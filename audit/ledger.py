@@ -48,6 +48,7 @@ CHAINED_MODELS = (
     "citations.StepClaim",
     "citations.AnswerFeedback",
     "audit.DocumentEvent",
+    "audit.OriginalsCheck",
     "documents.RevisionSeal",
     "evaluation.EvaluationRun",
     "evaluation.EvaluationItem",

@@ -50,6 +50,8 @@ class DocumentEvent(models.Model):
         RECONVERSION = "reconversion"
         CANCELLATION = "cancellation"
         RETRY = "retry"
+        # the stored original no longer hashes to its recorded sha256 (documents/originals.py)
+        INTEGRITY = "integrity"
 
     kind = models.CharField(max_length=20, choices=Kind.choices, db_index=True)
     file = models.ForeignKey("documents.File", on_delete=models.PROTECT, related_name="events")
@@ -77,3 +79,21 @@ class DocumentEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} of {self.file_id} by {self.actor}"
+
+
+class OriginalsCheck(models.Model):
+    """One sweep re-hashing every stored original against its recorded sha256: how
+    many were checked and which differ or could not be read (evidence, chained)."""
+
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(db_index=True)
+    checked = models.PositiveIntegerField()
+    altered = models.JSONField(default=list, help_text="[{file, recorded, actual}]")
+    missing = models.JSONField(default=list, help_text="[{file, error}]")
+
+    class Meta:
+        ordering = ["-finished_at"]
+
+    def __str__(self) -> str:
+        problems = len(self.altered) + len(self.missing)
+        return f"originals check of {self.finished_at:%Y-%m-%d %H:%M}: {problems} problem(s)"

@@ -13,7 +13,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import FileResponse, HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -24,7 +24,7 @@ from core.admin_scoping import EvidenceAdmin, OrganizationScopedAdmin, ReadOnlyI
 from core.caller import client_address, client_user_agent
 from core.markdown import markdown_html
 from core.members import member_remove, staff_flag_sync
-from documents.downloads import original_download
+from documents.downloads import original_download_page
 from documents.ingestion.requeue import file_retry, retry_can_help
 from documents.member_admin import MemberInline, members_saved
 from documents.models import (
@@ -151,7 +151,7 @@ class FileAdmin(EvidenceAdmin):
             *super().get_urls(),
         ]
 
-    def download_view(self, request: HttpRequest, file_id: str) -> FileResponse:
+    def download_view(self, request: HttpRequest, file_id: str) -> HttpResponse:
         """The original bytes for an officer; the download is itself recorded."""
         if not self.has_view_permission(request):
             raise PermissionDenied
@@ -163,7 +163,7 @@ class FileAdmin(EvidenceAdmin):
             origin=client_address(request),
             user_agent=client_user_agent(request),
         )
-        return original_download(record)
+        return original_download_page(record, where="an admin download")
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: File) -> str:

@@ -12,10 +12,11 @@ import re
 import unicodedata
 from urllib.parse import quote
 
-from django.http import FileResponse
+from django.conf import settings
+from django.http import HttpResponse, StreamingHttpResponse
 
 from documents.models import File
-from documents.storage import original_open
+from documents.originals import OriginalAltered, original_bytes, original_stream
 from documents.uploads import is_hidden_format_character
 
 _NOT_PLAIN = re.compile(r'[^\x20-\x7e]|["\\;%]')
@@ -46,10 +47,27 @@ def content_disposition(name: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-def original_download(record: File) -> FileResponse:
-    """The stored bytes with their type, length, sha256 and name."""
-    response = FileResponse(original_open(record.storage_key), content_type=record.content_type)
+def original_download(record: File, *, where: str = "a download") -> StreamingHttpResponse:
+    """The stored bytes with their type, length, sha256 and name, verified against the
+    recorded sha256 as they are served: up to ``PROVENANCE_VERIFY_BEFORE_SEND_BYTES``
+    before the first byte is sent (:class:`~documents.originals.OriginalAltered`,
+    answered 409 ``original_altered``), larger ones as they stream (the last block
+    held back until the hash is known, so an altered original ends short)."""
+    if record.size <= settings.PROVENANCE_VERIFY_BEFORE_SEND_BYTES:
+        body: object = [original_bytes(record, where=where)]
+    else:
+        body = original_stream(record, where=where)
+    response = StreamingHttpResponse(body, content_type=record.content_type)
     response["Content-Disposition"] = content_disposition(record.name)
     response["Content-Length"] = str(record.size)
     response["X-Content-SHA256"] = record.sha256
     return response
+
+
+def original_download_page(record: File, *, where: str) -> HttpResponse:
+    """:func:`original_download` for a web or admin page: an altered original is a
+    409 page saying so (REST answers it in the error shape)."""
+    try:
+        return original_download(record, where=where)
+    except OriginalAltered as exc:
+        return HttpResponse(exc.message, status=409, content_type="text/plain; charset=utf-8")

@@ -16,6 +16,7 @@ from documents.ingestion.convert import file_convert
 from documents.ingestion.embed import file_embed, file_embed_share
 from documents.ingestion.requeue import ingestion_resume_stalled
 from documents.ingestion.status import file_fail
+from documents.originals import originals_check_due, originals_verify
 
 logger = logging.getLogger(__name__)
 # errors worth retrying with backoff (database or broker briefly away); shared by all tasks
@@ -78,6 +79,16 @@ def embed_file_share(
 @shared_task(acks_late=True)
 def resume_stalled_ingestions() -> list[str]:
     return ingestion_resume_stalled()
+
+
+@shared_task(acks_late=True)
+def verify_originals() -> dict[str, int] | None:
+    """The periodic re-hash of every stored original, when one is due (beat asks
+    hourly; the last sweep's time is the evidence's, not beat's)."""
+    if not originals_check_due():
+        return None
+    check = originals_verify()
+    return {"checked": check.checked, "altered": len(check.altered), "missing": len(check.missing)}
 
 
 def pipeline_for(file_id: str, *, queue: str | None = None) -> chain:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from django.http import FileResponse
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -163,7 +163,7 @@ class FileContentView(APIView):
             **error_responses(404),
         }
     )
-    def get(self, request: Request, file_id: str) -> FileResponse:
+    def get(self, request: Request, file_id: str) -> StreamingHttpResponse:
         caller = Caller.from_request(request)
         record = selectors.file_get(organization=caller.member_organization, file_id=file_id)
         document_event_record(
@@ -174,7 +174,7 @@ class FileContentView(APIView):
             origin=caller.origin,
             user_agent=caller.user_agent,
         )
-        return original_download(record)
+        return original_download(record, where="a REST download")
 
 
 class FileMarkdownView(APIView):

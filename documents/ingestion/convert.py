@@ -18,7 +18,7 @@ from documents.ingestion.publish import publish
 from documents.ingestion.status import advance, file_fail, ready_on
 from documents.leases import Lease, LeaseLost, heartbeat, lease_claim
 from documents.models import DocumentMarkdown, File, FileStatus, SourceBoxes
-from documents.storage import original_open
+from documents.originals import OriginalAltered, original_bytes
 
 # the pipeline's one logger, whichever module of it writes
 logger = logging.getLogger("documents.ingestion")
@@ -45,8 +45,11 @@ def _convert_held(lease: Lease) -> bool:
     File.objects.filter(pk=file_id).update(
         attempts=record.attempts + 1, error_message="", progress_done=0, progress_total=0
     )
-    with original_open(record.storage_key) as handle:
-        data = handle.read()
+    try:
+        data = original_bytes(record, where="a conversion")
+    except OriginalAltered as exc:  # converting other bytes would cite other text
+        file_fail(file_id=file_id, reason=exc.message, lease=lease)
+        return False
     # a PDF's page words are read in a second sandbox child on the other core while
     # it converts, so the chunk stage does not wait for them
     with ThreadPoolExecutor(max_workers=1) as reader:

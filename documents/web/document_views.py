@@ -6,7 +6,7 @@ read through the selectors or call one service."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import FileResponse, HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -15,7 +15,7 @@ from audit.events import document_event_record
 from core.caller import Caller
 from core.roles import Action, role_allows
 from documents import selectors
-from documents.downloads import original_download
+from documents.downloads import original_download_page
 from documents.ingestion.delete import MAX_REASON_CHARS, AlreadyDeleted, file_delete
 from documents.models import IN_PROGRESS_STATUSES, File
 from documents.web.access import MemberRequest, member_required
@@ -53,7 +53,7 @@ def document(request: MemberRequest, document_id: str) -> HttpResponse:
 
 @member_required(Action.READ_DOCUMENTS)
 @require_GET
-def download(request: MemberRequest, file_id: str) -> FileResponse:
+def download(request: MemberRequest, file_id: str) -> HttpResponse:
     """One revision's original bytes; the download is recorded in the document's ledger."""
     record = selectors.file_get(organization=request.organization, file_id=file_id)
     caller = Caller.from_request(request)
@@ -64,7 +64,7 @@ def download(request: MemberRequest, file_id: str) -> FileResponse:
         origin=caller.origin,
         user_agent=caller.user_agent,
     )
-    return original_download(record)
+    return original_download_page(record, where="a web download")
 
 
 @member_required(Action.EDIT_DOCUMENTS)

@@ -232,6 +232,16 @@ PROVENANCE_QUERY_STALE_SECONDS = env_int("PROVENANCE_QUERY_STALE_SECONDS", 600, 
 PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS = env_int(
     "PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS", 300, minimum=1
 )
+# every stored original is re-hashed against its recorded sha256 this often (a sweep
+# recorded as chained evidence; beat asks hourly whether one is due); originals up to
+# PROVENANCE_VERIFY_BEFORE_SEND_BYTES are verified before a download sends a byte,
+# larger ones while they stream (documents/originals.py)
+PROVENANCE_ORIGINALS_CHECK_SECONDS = env_int(
+    "PROVENANCE_ORIGINALS_CHECK_SECONDS", 86400, minimum=60
+)
+PROVENANCE_VERIFY_BEFORE_SEND_BYTES = env_int(
+    "PROVENANCE_VERIFY_BEFORE_SEND_BYTES", 16 * 1024 * 1024, minimum=0
+)
 PROVENANCE_AUDIT_HEAD_KEEP = env_int("PROVENANCE_AUDIT_HEAD_KEEP", 1000, minimum=1)
 PROVENANCE_AUDIT_HEAD_DIR = Path(env_str("PROVENANCE_AUDIT_HEAD_DIR", str(VAR_DIR / "audit-heads")))
 PROVENANCE_AUDIT_HEAD_BUCKET = env_str("PROVENANCE_AUDIT_HEAD_BUCKET", "")
@@ -317,6 +327,10 @@ CELERY_BEAT_SCHEDULE = {
     "export-audit-head": {
         "task": "audit.tasks.export_audit_head",
         "schedule": float(PROVENANCE_AUDIT_HEAD_EXPORT_SECONDS),
+    },
+    "verify-originals": {
+        "task": "documents.tasks.verify_originals",
+        "schedule": float(min(3600, PROVENANCE_ORIGINALS_CHECK_SECONDS)),
     },
 }
 
