@@ -13,7 +13,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -151,7 +151,9 @@ class FileAdmin(EvidenceAdmin):
             *super().get_urls(),
         ]
 
-    def download_view(self, request: HttpRequest, file_id: str) -> HttpResponse:
+    def download_view(
+        self, request: HttpRequest, file_id: str
+    ) -> HttpResponse | StreamingHttpResponse:
         """The original bytes for an officer; the download is itself recorded."""
         if not self.has_view_permission(request):
             raise PermissionDenied

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Iterable
 from urllib.parse import quote
 
 from django.conf import settings
@@ -54,7 +55,7 @@ def original_download(record: File, *, where: str = "a download") -> StreamingHt
     answered 409 ``original_altered``), larger ones as they stream (the last block
     held back until the hash is known, so an altered original ends short)."""
     if record.size <= settings.PROVENANCE_VERIFY_BEFORE_SEND_BYTES:
-        body: object = [original_bytes(record, where=where)]
+        body: Iterable[bytes] = [original_bytes(record, where=where)]
     else:
         body = original_stream(record, where=where)
     response = StreamingHttpResponse(body, content_type=record.content_type)
@@ -64,7 +65,7 @@ def original_download(record: File, *, where: str = "a download") -> StreamingHt
     return response
 
 
-def original_download_page(record: File, *, where: str) -> HttpResponse:
+def original_download_page(record: File, *, where: str) -> HttpResponse | StreamingHttpResponse:
     """:func:`original_download` for a web or admin page: an altered original is a
     409 page saying so (REST answers it in the error shape)."""
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Iterator
 
 from django.db import transaction
@@ -38,7 +39,7 @@ def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def locations_digest(markdown_id: object) -> str:
+def locations_digest(markdown_id: uuid.UUID) -> str:
     """SHA-256 over every location of the Markdown's chunks, in chunk and ordinal
     order, as canonical JSON lines (ids as text)."""
     digest = hashlib.sha256()
@@ -53,7 +54,7 @@ def locations_digest(markdown_id: object) -> str:
     return digest.hexdigest()
 
 
-def _sealed_chunks(markdown_id: object) -> list[list[object]]:
+def _sealed_chunks(markdown_id: uuid.UUID) -> list[list[object]]:
     rows = (
         Chunk.objects.filter(markdown_id=markdown_id)
         .order_by("position")
@@ -121,7 +122,7 @@ def seal_problem(seal: RevisionSeal) -> str:
     return ""
 
 
-def _stored_chunks(markdown_id: object) -> Iterator[tuple]:
+def _stored_chunks(markdown_id: uuid.UUID) -> Iterator[tuple]:
     rows = (
         Chunk.objects.filter(markdown_id=markdown_id)
         .order_by("position")

@@ -6,7 +6,7 @@ read through the selectors or call one service."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -53,7 +53,7 @@ def document(request: MemberRequest, document_id: str) -> HttpResponse:
 
 @member_required(Action.READ_DOCUMENTS)
 @require_GET
-def download(request: MemberRequest, file_id: str) -> HttpResponse:
+def download(request: MemberRequest, file_id: str) -> HttpResponse | StreamingHttpResponse:
     """One revision's original bytes; the download is recorded in the document's ledger."""
     record = selectors.file_get(organization=request.organization, file_id=file_id)
     caller = Caller.from_request(request)

@@ -7,6 +7,7 @@ which names the chunk."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 import psycopg
 import pytest
@@ -49,7 +50,7 @@ def cited(trail: Trail) -> QuotedSource:
     return source
 
 
-def _as_role(statement: str, params: list[object] | None = None) -> str:
+def _as_role(statement: str, params: Mapping[str, object] | None = None) -> str:
     """Run ``statement`` as the application's role; the error PostgreSQL answers, or ""."""
     settings = {**connection.get_connection_params(), "user": ROLE}
     settings.pop("password", None)
