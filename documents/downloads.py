@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from urllib.parse import quote
 
 from django.conf import settings
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse
 
 from documents.models import File
 from documents.originals import OriginalAltered, original_bytes, original_stream
@@ -48,7 +48,7 @@ def content_disposition(name: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-def original_download(record: File, *, where: str = "a download") -> StreamingHttpResponse:
+def original_download(record: File, *, where: str = "a download") -> FileResponse:
     """The stored bytes with their type, length, sha256 and name, verified against the
     recorded sha256 as they are served: up to ``PROVENANCE_VERIFY_BEFORE_SEND_BYTES``
     before the first byte is sent (:class:`~documents.originals.OriginalAltered`,
@@ -58,14 +58,14 @@ def original_download(record: File, *, where: str = "a download") -> StreamingHt
         body: Iterable[bytes] = [original_bytes(record, where=where)]
     else:
         body = original_stream(record, where=where)
-    response = StreamingHttpResponse(body, content_type=record.content_type)
+    response = FileResponse(body, content_type=record.content_type)
     response["Content-Disposition"] = content_disposition(record.name)
     response["Content-Length"] = str(record.size)
     response["X-Content-SHA256"] = record.sha256
     return response
 
 
-def original_download_page(record: File, *, where: str) -> HttpResponse | StreamingHttpResponse:
+def original_download_page(record: File, *, where: str) -> HttpResponse | FileResponse:
     """:func:`original_download` for a web or admin page: an altered original is a
     409 page saying so (REST answers it in the error shape)."""
     try:

@@ -16,7 +16,8 @@ the owner can, and the revision's seal in the hash chain then shows the edit):
   published, none added to it (chunks keep ``is_retrievable`` and ``embedding``: an
   index's state, not what is cited); a draft's may be deleted by a retry of the
   chunk stage.
-- ``documents_sourceboxes``: the spans are frozen; the page words only cleared.
+- ``documents_sourceboxes``: a published Markdown's spans are frozen and its page
+  words only cleared (a draft's are rewritten by a retry of its conversion).
 - ``documents_revisionseal``: append-only evidence.
 
 TRUNCATE of any of them is refused while it holds rows (0006's function).
@@ -185,6 +186,7 @@ BOXES = _function(
     "provenance_boxes_write_once",
     f"""
     IF TG_OP = 'DELETE' THEN {_refuse("'*'")} END IF;
+    IF NOT {_PUBLISHED.format(markdown="OLD.markdown_id")} THEN RETURN NEW; END IF;
 {_changed(["id", "markdown_id", "spans"])}
     IF changed IS NULL AND NEW.page_words IS NOT NULL
        AND NEW.page_words IS DISTINCT FROM OLD.page_words THEN changed := 'page_words'; END IF;
