@@ -21,11 +21,11 @@ STOP_BUDGET_S = 30.0
 # (PROVENANCE_EMBED_SLICE_SECONDS) and re-queues the rest; then the cold one
 # (Celery's SIGQUIT; a second SIGTERM does nothing in Celery 5) cancels what still
 # runs, and acks_late puts those messages back on the queue
-WORKER_WARM_S, WORKER_COLD_S = 7.0, 4.0
+WORKER_WARM_S, WORKER_COLD_S = 6.0, 6.0
 WEB_GRACE_S = 10.0  # gunicorn_conf.graceful_timeout: the master kills its workers then
 BEAT_S = 5.0
 COMMAND_S = 5.0  # migrate, setup_demo, …: each runs in one transaction or is idempotent
-DATABASE_S = 6.0  # pg_ctl stop -m fast: ends the sessions, writes a checkpoint
+DATABASE_S = 5.0  # pg_ctl stop -m fast: ends the sessions, writes a checkpoint
 
 CELERY = ("-m", "celery", "-A", "provenance_site")
 

@@ -347,6 +347,8 @@ def test_a_killed_supervisor_leaves_no_child_alive(stopped_after: Run) -> None:
     assert {"provenance_site.database_supervisor", "celery", "gunicorn"} <= children, children
     postmaster = (run.var / "pgdata" / "postmaster.pid").read_text().splitlines()[0]
     assert int(postmaster) in {p.pid for p in run.processes()}
+    # the worker busy: its pool process is embedding when the kernel signals it
+    _upload(run, "manual-orphaned.md", 2000).mid_embedding()
 
     os.kill(run.process.pid, signal.SIGKILL)
     assert run.process.wait(5) == -signal.SIGKILL
