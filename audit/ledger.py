@@ -51,6 +51,7 @@ CHAINED_MODELS = (
     "evaluation.EvaluationRun",
     "evaluation.EvaluationItem",
     "evaluation.EvaluationOutcome",
+    "citations.ConversationDeletion",
 )
 
 

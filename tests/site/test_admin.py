@@ -27,6 +27,7 @@ from citations.llm_apps import app_create
 from citations.responses import services as responses
 from citations.services import query_execute
 from citations.threads import services as threads
+from core.permissions import Reader
 from documents.models import Organization, OrganizationMember
 from tests import factories
 from tests.citations.llm_support import CAMERAS, CONTRACTS, POLICIES, ingest
@@ -82,7 +83,9 @@ def _answers(org: Organization, tmp: Path) -> None:
         threads.message_create(thread=thread, role="user", content=question)
         threads.run_execute(run_id=str(threads.run_create(thread=thread, app=single).pk))
         body = {"model": str(single.pk), "input": question}
-        request = responses.response_request_parse(organization=org, body=body)
+        request = responses.response_request_parse(
+            organization=org, body=body, reader=Reader.nobody()
+        )
         started = responses.response_start(
             organization=org, request=request, user=None, api_key=None
         )
