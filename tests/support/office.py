@@ -20,7 +20,7 @@ from pytest_django import DjangoDbBlocker
 from citations.llm_apps import app_create
 from citations.models import App
 from core.api_keys import api_key_create
-from documents.models import ApiKey, Organization, OrganizationMember
+from documents.models import ApiKey, DataSource, File, Organization, OrganizationMember
 from tests import factories
 from tests.web.conftest import REMOTE_WORK, ingest_now
 
@@ -35,6 +35,8 @@ class Office:
     second viewer key, the colleague); Globex: an admin key (the stranger)."""
 
     acme: Organization
+    source: DataSource
+    file: File  # ready, chunked and embedded
     app: App
     members: dict[str, User]
     keys: dict[str, str]
@@ -63,7 +65,7 @@ def office_build() -> Office:
         user = get_user_model().objects.create_user(f"{role}-member", password=PASSWORD)
         OrganizationMember.objects.create(organization=acme, user=user, role=role)
         members[role] = user
-    office = Office(acme=acme, app=app, members=members, keys={})
+    office = Office(acme=acme, source=source, file=record, app=app, members=members, keys={})
     for who, role in [*((r, r) for r in ROLES), ("colleague", "viewer")]:
         row, secret = api_key_create(organization=acme, role=role, name=who)
         office.keys[who], office.key_rows[who] = secret, row
