@@ -4,7 +4,8 @@ The rule (citations/selectors.py ``readable_queries``, core.roles ``Reach``): an
 reads the answers asked anonymously; a caller reads its own answers, and one whose
 role audits (officer, admin) every answer its organization asked (the app's own
 organization: every answer of its apps). Internal fields (``storage_name``,
-``organization_id``, the asker's ``user_id``) are null for every caller outside the app's organization."""
+``organization_id``, the asker's ``user_id``) are null for every caller outside the
+app's organization."""
 
 from __future__ import annotations
 
