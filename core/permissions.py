@@ -116,7 +116,7 @@ class Reader:
         """The records within ``reach`` as a filter on their asker fields (named
         ``user`` and ``key``); the caller's organization is the query's to filter."""
         if role_reaches(self.role, reach, own=False):
-            return Q()
+            return Q(pk__isnull=False)  # every one; not Q(), which an OR would drop
         if self.api_key_id is not None:
             return Q(**{f"{key}_id": self.api_key_id})
         if self.user_id is not None:
