@@ -23,6 +23,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -280,6 +281,66 @@ def test_the_rulebook_reaches_records_as_documented() -> None:
     assert all(role_reaches(role, reach, own=True) for role in ROLES for reach in Reach)
     deleting = {role: role_allows(role, Action.DELETE_CONVERSATIONS) for role in ROLES}
     assert deleting == {"viewer": False, "editor": True, "officer": False, "admin": True}
+
+
+def test_the_rules_keep_the_roles_promises() -> None:
+    """What the views declare keeps DESIGN.md's word: a viewer asks and reads its own,
+    an officer reads every answer and changes nothing, deleting is the editor's or
+    admin's; so a view declaring a looser rule fails here, not only in the matrix."""
+    broken = []
+    for path, method, _ in OPERATIONS:
+        rule = _rule(path, method)
+        assert rule.action is not None, f"{method} {path} has no rule"
+        where = f"{method} {path} ({rule.action}, {rule.reach})"
+        if method == "DELETE" and (
+            role_allows("viewer", rule.action) or role_allows("officer", rule.action)
+        ):
+            broken.append(f"{where}: viewers or officers may delete")
+        if method != "GET" and role_allows("officer", rule.action) != role_allows(
+            "viewer", rule.action
+        ):
+            broken.append(f"{where}: an officer changes what a viewer may not")
+        if rule.names_owned and method == "GET" and rule.reach != Reach.READ:
+            broken.append(f"{where}: reads an asker's record beyond the READ reach")
+        writes = rule.names_owned and method == "POST" and role_allows("viewer", rule.action)
+        if writes and rule.reach == Reach.ORGANIZATION:
+            broken.append(f"{where}: a viewer writes into another's record")
+    assert not broken, "\n".join(broken)
+
+
+# --- the table the docs show ---------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+TABLE_START, TABLE_END = "<!-- role-matrix:start -->", "<!-- role-matrix:end -->"
+
+
+def _cell(rule: Rule, role: str) -> str:
+    if rule.action is None or not role_allows(role, rule.action):
+        return "—"
+    if not rule.names_owned or rule.reach == Reach.ORGANIZATION:
+        return "yes"
+    return "all" if role_reaches(role, rule.reach, own=False) else "own"
+
+
+def role_table() -> str:
+    """docs/api.md's table of role × operation, written from the rulebook."""
+    lines = [
+        "| method | path | action | " + " | ".join(ROLES) + " |",
+        "|---|---|---|" + "---|" * len(ROLES),
+    ]
+    for path, method, _ in OPERATIONS:
+        rule = _rule(path, method)
+        cells = " | ".join(_cell(rule, role) for role in ROLES)
+        lines.append(f"| {method} | `{path}` | {rule.action} | {cells} |")
+    return "\n".join(lines)
+
+
+def test_the_docs_table_is_the_rulebook() -> None:
+    text = DOCS.read_text()
+    shown = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
+    assert shown == role_table(), "docs/api.md's role table is stale; it should read:\n" + (
+        role_table()
+    )
 
 
 # --- asking ---------------------------------------------------------------------------------

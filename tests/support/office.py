@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -43,10 +44,10 @@ class Office:
     key_rows: dict[str, ApiKey] = field(default_factory=dict)
     stranger_key: str = ""
 
-    def rest(self, who: str, **headers: str) -> Client:
+    def rest(self, who: str, **headers: Any) -> Client:
         """A client with ``who``'s key (a role, ``colleague`` or ``stranger``)."""
         key = self.stranger_key if who == "stranger" else self.keys[who]
-        return Client(HTTP_AUTHORIZATION=f"Bearer {key}", **headers)
+        return Client(**{"HTTP_AUTHORIZATION": f"Bearer {key}", **headers})
 
     def signed_in(self, role: str) -> Client:
         client = Client()
