@@ -79,7 +79,7 @@ class Reader:
     responses): its API key, else its signed-in member, and the role it carries.
 
     A key owns what it asked and a member what they asked signed in; nothing is
-    owned by nobody. ``reaches`` applies ``core.roles.role_reaches``."""
+    owned by nobody. ``reachable`` applies ``core.roles.role_reaches`` to a query."""
 
     user_id: int | None
     api_key_id: int | None
@@ -105,10 +105,6 @@ class Reader:
         if self.api_key_id is not None:
             return api_key_id == self.api_key_id
         return self.user_id is not None and user_id == self.user_id
-
-    def reaches(self, reach: Reach, *, user_id: int | None, api_key_id: int | None) -> bool:
-        own = self.owns(user_id=user_id, api_key_id=api_key_id)
-        return role_reaches(self.role, reach, own=own)
 
     def reachable(
         self, reach: Reach, *, user: str = "caller_user", key: str = "caller_api_key"
