@@ -27,6 +27,7 @@ from citations.llm_apps import app_create
 from citations.responses import services as responses
 from citations.services import query_execute
 from citations.threads import services as threads
+from core.caller import Caller
 from core.permissions import Reader
 from documents.models import Organization, OrganizationMember
 from tests import factories
@@ -90,6 +91,9 @@ def _answers(org: Organization, tmp: Path) -> None:
             organization=org, request=request, user=None, api_key=None
         )
         responses.response_execute(response_id=started.pk)
+        # a deletion record per thread (the thread stays, marked)
+        editor = Caller(user=None, api_key=None, organization=org, origin="127.0.0.1")
+        threads.thread_delete(thread=thread, caller=editor, role="editor", reason="seed")
     gold = tmp / "gold.jsonl"
     gold.write_text("".join(json.dumps({"question": q}) + "\n" for q in QUESTIONS))
     for n in range(MIN_ROWS):
