@@ -53,6 +53,7 @@ CHAINED_MODELS = (
     "evaluation.EvaluationRun",
     "evaluation.EvaluationItem",
     "evaluation.EvaluationOutcome",
+    "citations.ConversationDeletion",
 )
 
 

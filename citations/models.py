@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
 
 from core.user_agents import MAX_USER_AGENT_CHARS
 
@@ -572,7 +573,17 @@ class Thread(models.Model):
     )
     metadata = models.JSONField(default=dict, blank=True)
     caller = models.CharField(max_length=200, blank=True, default="")
+    # who owns it (core.permissions.Reader): the key that made it, else the member
+    caller_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    caller_api_key = models.ForeignKey(
+        "documents.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # deleting only hides it; the deletion itself is ConversationDeletion evidence
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    deleted_by = models.CharField(max_length=200, blank=True, default="")
 
     def __str__(self) -> str:
         return f"thread {self.pk}"
@@ -603,6 +614,8 @@ class Message(models.Model):
         QueryExecution, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    deleted_by = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         ordering = ["thread", "created_at", "id"]
@@ -711,6 +724,7 @@ class ResponseRecord(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    deleted_by = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -753,3 +767,40 @@ class AnswerFeedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_rating_display()} on {self.query_id}"
+
+
+class ConversationDeletion(models.Model):
+    """A thread, a message or a response hidden from the API: what, who (user or key,
+    as recorded at the time), when, from where and why. Evidence: written once,
+    never changed (append-only trigger) and chained in the audit ledger; the record
+    it names stays, marked ``deleted_at``."""
+
+    class Kind(models.TextChoices):
+        THREAD = "thread"
+        MESSAGE = "message"
+        RESPONSE = "response"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    record_id = models.UUIDField(db_index=True, help_text="The thread, message or response.")
+    thread_id = models.UUIDField(null=True, blank=True, help_text="A message's thread.")
+    organization = models.ForeignKey(
+        "documents.Organization", on_delete=models.PROTECT, related_name="+"
+    )
+    actor = models.CharField(max_length=200, help_text="Who, as recorded at the time.")
+    # plain ids, no constraint: deleting the user or key must not touch evidence
+    actor_user_id = models.IntegerField(null=True, blank=True)
+    actor_api_key_id = models.BigIntegerField(null=True, blank=True)
+    role = models.CharField(max_length=20, help_text="The role the actor acted with.")
+    origin = models.GenericIPAddressField(
+        null=True, blank=True, help_text="The client's address, as the server saw it."
+    )
+    user_agent = models.CharField(max_length=MAX_USER_AGENT_CHARS, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.record_id} deleted by {self.actor}"

@@ -14,6 +14,8 @@ from citations.llm_apps import app_find, app_visible_to
 from citations.models import App, ClaimCitation, QueryExecution, QuotedSource
 from citations.payload import revision_label
 from citations.validation import validate_citations
+from core.permissions import Reader
+from core.roles import Reach
 from documents.models import Chunk, Location, Organization
 
 
@@ -33,31 +35,42 @@ def caller_is_member(*, app: App, organization: Organization | None) -> bool:
     return organization is not None and organization.pk == app.organization_id
 
 
-def readable_queries(*, app: App, organization: Organization | None) -> QuerySet[QueryExecution]:
-    """The app's answers the caller may read, by id.
+def readable_queries(
+    *, app: App, organization: Organization | None, reader: Reader, reach: Reach = Reach.READ
+) -> QuerySet[QueryExecution]:
+    """The app's answers the caller may read, by id: the ones ``reader`` reaches
+    (core.roles ``Reach``: its own; every one its organization asked for a role that
+    audits), and those asked anonymously (no key, no login: nobody to protect, and
+    anyone may read them through the public app anyway).
 
-    A caller of the app's organization reads every one. Anyone else reaches the app
-    only because it is public, and reads the answers asked anonymously (no key, no
-    login: nobody to protect) plus those their own organization asked; an answer a
-    member asked stays theirs even in a public app.
+    A caller of another organization reaches the app only because it is public, and
+    reads by the same rule among the answers its own organization asked.
     """
     answers = QueryExecution.objects.filter(app=app)
+    anonymous = Q(caller_user__isnull=True, caller_api_key__isnull=True)
+    if organization is None:
+        return answers.filter(anonymous)
     if caller_is_member(app=app, organization=organization):
-        return answers
-    readable = Q(caller_user__isnull=True, caller_api_key__isnull=True)
-    if organization is not None:
-        readable |= Q(caller_api_key__organization=organization)
-        readable |= Q(caller_user__memberships__organization=organization)
-    return answers.filter(readable)
+        return answers.filter(anonymous | reader.reachable(reach))
+    ours = Q(caller_api_key__organization=organization)
+    ours |= Q(caller_user__memberships__organization=organization)
+    return answers.filter(anonymous | (ours & reader.reachable(reach))).distinct()
 
 
-def query_for_app(*, app: App, query_id: str, organization: Organization | None) -> QueryExecution:
+def query_for_app(
+    *,
+    app: App,
+    query_id: str,
+    organization: Organization | None,
+    reader: Reader,
+    reach: Reach = Reach.READ,
+) -> QueryExecution:
     """One answer of ``app`` the caller may read (``readable_queries``), else 404."""
     try:
         key = uuid.UUID(str(query_id))
     except ValueError as exc:
         raise Http404("query not found") from exc
-    readable = readable_queries(app=app, organization=organization)
+    readable = readable_queries(app=app, organization=organization, reader=reader, reach=reach)
     execution = readable.filter(pk=key).first()
     if execution is None:
         raise Http404("query not found")

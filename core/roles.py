@@ -29,12 +29,29 @@ class Action(StrEnum):
     MANAGE_SOURCES = "manage_sources"  # data sources and apps
     AUDIT = "audit"  # every answer of the organization and its evidence, exports
     MANAGE_MEMBERS = "manage_members"  # members, their roles, API keys
+    # hide a response, delete a thread or one of its messages: marked, recorded with who,
+    # when, from where and why (citations/deletions.py), never erased
+    DELETE_CONVERSATIONS = "delete_conversations"
+
+
+class Reach(StrEnum):
+    """Whose records an operation that names one reaches (a view's ``role_reach``).
+
+    Documents, data sources, apps and keys belong to the organization; answers,
+    threads and responses belong to whoever asked them (a key, or a signed-in member).
+    A record out of reach is not found (404), so its existence is not told either.
+    """
+
+    ORGANIZATION = "organization"  # any record of the caller's organization
+    READ = "read"  # the caller's own; every one of the organization for a role with AUDIT
+    OWN = "own"  # the caller's own only: posting into a thread, a follow-up, feedback
 
 
 _READER = frozenset({Action.ASK, Action.READ_DOCUMENTS})
 GRANTS: dict[str, frozenset[Action]] = {
     Role.VIEWER: _READER,
-    Role.EDITOR: _READER | {Action.EDIT_DOCUMENTS, Action.MANAGE_SOURCES},
+    Role.EDITOR: _READER
+    | {Action.EDIT_DOCUMENTS, Action.MANAGE_SOURCES, Action.DELETE_CONVERSATIONS},
     Role.OFFICER: _READER | {Action.AUDIT},
     Role.ADMIN: frozenset(Action),
 }
@@ -43,6 +60,14 @@ GRANTS: dict[str, frozenset[Action]] = {
 def role_allows(role: str | None, action: Action) -> bool:
     """Whether ``role`` may take ``action`` (no role, or an unknown one, may do nothing)."""
     return action in GRANTS.get(role or "", frozenset())
+
+
+def role_reaches(role: str | None, reach: Reach, *, own: bool) -> bool:
+    """Whether ``role`` reaches a record of its organization under ``reach``; ``own``
+    says the caller asked it (the same key, or the same signed-in member)."""
+    if reach == Reach.ORGANIZATION:
+        return True
+    return own or (reach == Reach.READ and role_allows(role, Action.AUDIT))
 
 
 def role_may_grant(granter: str | None, role: str) -> bool:
@@ -86,6 +111,9 @@ ADMIN_PERMISSIONS: dict[Action, frozenset[str]] = {
         | _model_permissions("documents.organizationmember", *_ALL_VERBS)
         | _model_permissions("documents.apikey", "view", "change", "delete")
     ),
+    # conversations are deleted through the API only; the admin shows the deletions
+    # to those who AUDIT, read-only
+    Action.DELETE_CONVERSATIONS: frozenset(),
 }
 
 # roles that reach the admin at all (``is_staff`` follows them, core.membership)

@@ -9,7 +9,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -41,14 +40,18 @@ from citations.services.execution import query_execute
 from citations.services.revalidation import query_validate
 from core.caller import Caller
 from core.errors import ApiError, error_responses
-from core.roles import Action
+from core.permissions import Reader, RoleAllowsAnyCaller, view_reach
+from core.roles import Action, Reach
 from core.tenancy import organization_of
 
 
 class _AppView(APIView):
-    """Public apps answer without a key, so access is decided per app, not globally."""
+    """Public apps answer without a key, so access is decided per app, not globally;
+    a caller with a role is held to it (core.roles), and reads the answers its role
+    reaches: its own, every one of its organization for a role that audits."""
 
-    permission_classes = [AllowAny]
+    permission_classes = [RoleAllowsAnyCaller]
+    role_reach: ClassVar[dict[str, Reach]] = {"GET": Reach.READ, "POST": Reach.READ}
 
     def app(self, request: Request, llm_app_id: str) -> App:
         return selectors.app_for_caller(app_id=llm_app_id, organization=organization_of(request))
@@ -59,6 +62,8 @@ class _AppView(APIView):
             app=self.app(request, llm_app_id),
             query_id=query_id,
             organization=organization_of(request),
+            reader=Reader.of(request),
+            reach=view_reach(self, request.method or ""),
         )
 
     def is_member(self, request: Request, execution: QueryExecution) -> bool:

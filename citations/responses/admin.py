@@ -19,6 +19,8 @@ class ResponseRecordAdmin(EvidenceAdmin):
         "app",
         "organization",
         "query",
+        "deleted_at",
+        "deleted_by",
     ]
     ordering = ["-created_at"]
     list_filter = [

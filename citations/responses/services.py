@@ -19,14 +19,24 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from citations.deletions import conversation_delete
 from citations.generators import ModelError
-from citations.models import App, QueryExecution, ResponseRecord, ResponseStatus
+from citations.models import (
+    App,
+    ConversationDeletion,
+    QueryExecution,
+    ResponseRecord,
+    ResponseStatus,
+)
 from citations.services.execution import query_execute
 from citations.services.questions import QueryRejected
 from citations.threads.errors import ThreadRejected
 from citations.threads.selectors import CONTEXT_MAX_CHARS, CONTEXT_QUESTIONS, assistant_get
 from citations.threads.services import content_clean, metadata_clean
 from citations.threads.sources import sources_of
+from core.caller import Caller
+from core.permissions import Reader
+from core.roles import Reach
 from documents.models import ApiKey, Organization
 from retrieval.models import VectorDatabase
 
@@ -223,12 +233,21 @@ def include_results(raw: object) -> bool:
     return bool(raw)
 
 
-def response_get(*, organization: Organization | None, response_id: object) -> ResponseRecord:
-    """A response of ``organization``; another tenant's, or a deleted one, is not found."""
+def response_get(
+    *,
+    organization: Organization | None,
+    response_id: object,
+    reader: Reader,
+    reach: Reach = Reach.READ,
+) -> ResponseRecord:
+    """A response of ``organization`` that ``reader`` reaches under ``reach`` (its
+    own; every one for a role that audits, core.roles); another tenant's, one out of
+    reach, or a deleted one, is not found."""
     key = _uuid(response_id)
     found = (
         ResponseRecord.objects.select_related("app", "query")
-        .filter(organization=organization, pk=key, deleted_at__isnull=True)
+        .filter(reader.reachable(reach), organization=organization, pk=key)
+        .filter(deleted_at__isnull=True)
         .first()
         if key and organization is not None
         else None
@@ -241,9 +260,11 @@ def response_get(*, organization: Organization | None, response_id: object) -> R
 
 
 def response_request_parse(
-    *, organization: Organization, body: Mapping[str, Any]
+    *, organization: Organization, body: Mapping[str, Any], reader: Reader
 ) -> ResponseRequest:
-    """Check a body as OpenAI does: the first problem is refused with its ``param``."""
+    """Check a body as OpenAI does: the first problem is refused with its ``param``.
+    A ``previous_response_id`` must be ``reader``'s own: a follow-up reads the turn it
+    follows into its search, so nobody continues another's conversation."""
     unknown = sorted(k for k in body if k not in KNOWN)
     if unknown:
         raise _refuse(f"Unknown parameter: '{unknown[0]}'.", "unknown_parameter", unknown[0])
@@ -266,7 +287,9 @@ def response_request_parse(
                 "previous_response_id must be a string", "invalid_type", "previous_response_id"
             )
         try:
-            previous = response_get(organization=organization, response_id=previous)
+            previous = response_get(
+                organization=organization, response_id=previous, reader=reader, reach=Reach.OWN
+            )
         except ThreadRejected as exc:
             exc.param = "previous_response_id"
             raise
@@ -378,11 +401,13 @@ def _fail(response: ResponseRecord, code: str, message: str) -> ResponseRecord:
     return response
 
 
-def response_delete(*, response: ResponseRecord) -> None:
-    """Hide a response from the API; its record and evidence stay for audit."""
-    ResponseRecord.objects.filter(pk=response.pk, deleted_at__isnull=True).update(
-        deleted_at=timezone.now()
-    )
+def response_delete(
+    *, response: ResponseRecord, caller: Caller, role: str | None, reason: str = ""
+) -> None:
+    """Hide a response from the API; its record and evidence stay for audit, and the
+    deletion is chained evidence (citations/deletions.py)."""
+    kind = ConversationDeletion.Kind.RESPONSE
+    conversation_delete(record=response, kind=kind, caller=caller, role=role, reason=reason)
 
 
 def responses_sweep_stale(*, stale_seconds: int | None = None) -> list[str]:

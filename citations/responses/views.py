@@ -12,6 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from citations.deletions import deletion_reason
+from citations.models import ResponseRecord
 from citations.responses import events, services
 from citations.responses.output import response_output
 from citations.responses.schema import (
@@ -21,9 +23,11 @@ from citations.responses.schema import (
     ResponseObject,
 )
 from citations.threads.errors import ThreadRejected
+from citations.threads.schema import DeletionInput
 from core.caller import Caller
 from core.errors import error_responses
-from core.roles import Action
+from core.permissions import Reader, view_reach
+from core.roles import Action, Reach
 from core.sse import event_stream
 from core.tenancy import organization_of
 
@@ -62,7 +66,9 @@ class ResponsesView(APIView):
         caller = Caller.from_request(request)
         organization = caller.organization
         assert organization is not None  # the HasOrganization permission let it through
-        asked = services.response_request_parse(organization=organization, body=_body(request))
+        asked = services.response_request_parse(
+            organization=organization, body=_body(request), reader=Reader.of(request)
+        )
         record = services.response_start(
             organization=organization, request=asked, user=caller.user, api_key=caller.api_key
         )
@@ -86,9 +92,23 @@ class ResponsesView(APIView):
 
 
 class ResponseDetailView(APIView):
-    """A response of the caller's organization, as it was answered; deleting hides it."""
+    """A response the caller reaches (its own; every one of the organization for a
+    role that audits); deleting hides it from everyone, and is recorded with who,
+    when, from where and the optional reason."""
 
-    role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK, "DELETE": Action.ASK}
+    role_actions: ClassVar[dict[str, Action]] = {
+        "GET": Action.ASK,
+        "DELETE": Action.DELETE_CONVERSATIONS,
+    }
+    role_reach: ClassVar[dict[str, Reach]] = {"GET": Reach.READ, "DELETE": Reach.ORGANIZATION}
+
+    def record(self, request: Request, response_id: str) -> ResponseRecord:
+        return services.response_get(
+            organization=organization_of(request),
+            response_id=response_id,
+            reader=Reader.of(request),
+            reach=view_reach(self, request.method or ""),
+        )
 
     @extend_schema(
         parameters=[INCLUDE_PARAMETER],
@@ -96,17 +116,20 @@ class ResponseDetailView(APIView):
     )
     def get(self, request: Request, response_id: str) -> Response:
         include = _include(request)
-        record = services.response_get(
-            organization=organization_of(request), response_id=response_id
-        )
+        record = self.record(request, response_id)
         return Response(
             response_output(record, include_results=include, absolute=request.build_absolute_uri)
         )
 
-    @extend_schema(request=None, responses={200: ResponseDeleted, **error_responses(404)})
+    @extend_schema(
+        request=DeletionInput, responses={200: ResponseDeleted, **error_responses(400, 404)}
+    )
     def delete(self, request: Request, response_id: str) -> Response:
-        record = services.response_get(
-            organization=organization_of(request), response_id=response_id
+        record, reason = self.record(request, response_id), deletion_reason(request.data)
+        services.response_delete(
+            response=record,
+            caller=Caller.from_request(request),
+            role=Reader.of(request).role,
+            reason=reason,
         )
-        services.response_delete(response=record)
         return Response({"id": str(record.pk), "object": "response", "deleted": True})

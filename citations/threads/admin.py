@@ -1,5 +1,6 @@
-"""Read-only, tenant-scoped admin of conversations: officers see every turn, the run
-that wrote an answer and the query execution holding its evidence."""
+"""Read-only, tenant-scoped admin of conversations: officers see every turn (the
+deleted ones too, marked), the run that wrote an answer, the query execution
+holding its evidence, and every deletion with who made it and why."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from typing import cast
 from django.contrib import admin
 
 from citations.admin_columns import elapsed_label
-from citations.models import Message, Run, Thread
+from citations.models import ConversationDeletion, Message, Run, Thread
 from core.admin_scoping import EvidenceAdmin, ReadOnlyInline
 
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ["created_at", "role", "content", "run", "query"]
+    fields = ["created_at", "role", "content", "run", "query", "deleted_at", "deleted_by"]
     readonly_fields = cast("list[str]", fields)  # the stubs widen fields to groups
     ordering = ["created_at", "id"]
 
@@ -28,7 +29,7 @@ class RunInline(ReadOnlyInline):
 
 @admin.register(Thread)
 class ThreadAdmin(EvidenceAdmin):
-    list_display = ["id", "created_at", "organization", "caller"]
+    list_display = ["id", "created_at", "organization", "caller", "deleted_at", "deleted_by"]
     ordering = ["-created_at"]
     list_filter = [("organization", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["organization"]
@@ -61,4 +62,14 @@ class MessageAdmin(EvidenceAdmin):
     list_filter = ["role"]
     list_select_related = ["thread", "run", "query"]
     search_fields = ["content", "=thread__id", "=query__id"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(ConversationDeletion)
+class ConversationDeletionAdmin(EvidenceAdmin):
+    list_display = ["created_at", "kind", "record_id", "actor", "role", "origin", "reason"]
+    ordering = ["-created_at"]
+    list_filter = ["kind", ("organization", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["organization"]
+    search_fields = ["=record_id", "=thread_id", "actor"]
     date_hierarchy = "created_at"

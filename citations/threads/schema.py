@@ -96,6 +96,29 @@ class ThreadObject(serializers.Serializer):
     tool_resources = serializers.DictField(help_text="Always empty.")
 
 
+class DeletionInput(serializers.Serializer):
+    reason = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=2000,
+        help_text="Why it is deleted, recorded with who deleted it (optional: OpenAI's "
+        "clients send no body).",
+    )
+
+
+class ThreadDeleted(serializers.Serializer):
+    id = serializers.UUIDField()
+    object = _constant("thread.deleted")
+    deleted = serializers.BooleanField()
+
+
+class MessageDeleted(serializers.Serializer):
+    id = serializers.UUIDField()
+    object = _constant("thread.message.deleted")
+    deleted = serializers.BooleanField()
+
+
 class FileCitation(serializers.Serializer):
     file_id = serializers.UUIDField()
     chunk_id = serializers.UUIDField()

@@ -1,5 +1,7 @@
-"""Reads of threads, messages and runs, always scoped to the caller's organization,
-plus the conversation context a follow-up question is searched with."""
+"""Reads of threads, messages and runs, always scoped to the caller's organization
+and to the threads its role reaches (core.roles ``Reach``: a viewer's own, every
+thread for a role that audits), plus the conversation context a follow-up question
+is searched with. A deleted thread or message is not found."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from citations.models import App, Message, MessageRole, Run, Thread
 from citations.threads.errors import ThreadRejected
 from core.pagination import Page as Page
 from core.pagination import page_of as page_of
+from core.permissions import Reader
+from core.roles import Reach
 from documents.models import Organization
 
 CONTEXT_QUESTIONS = 2
@@ -34,10 +38,14 @@ def _uuid(raw: object) -> uuid.UUID | None:
         return None
 
 
-def thread_get(*, organization: Organization, thread_id: str) -> Thread:
-    """The thread if it belongs to ``organization``; another tenant's thread is not found."""
+def thread_get(
+    *, organization: Organization, thread_id: str, reader: Reader, reach: Reach
+) -> Thread:
+    """The thread if it belongs to ``organization`` and ``reader`` reaches it under
+    ``reach``; another tenant's thread, or one out of reach, is not found."""
     key = _uuid(thread_id)
-    thread = Thread.objects.filter(organization=organization, pk=key).first() if key else None
+    threads = Thread.objects.filter(organization=organization, deleted_at__isnull=True)
+    thread = threads.filter(reader.reachable(reach), pk=key).first() if key else None
     if thread is None:
         raise _not_found("thread", thread_id)
     return thread
@@ -68,7 +76,7 @@ def assistant_get(*, organization: Organization, assistant_id: object) -> App:
 
 
 def messages_of(*, thread: Thread) -> QuerySet[Message]:
-    return Message.objects.filter(thread=thread).select_related("run")
+    return Message.objects.filter(thread=thread, deleted_at__isnull=True).select_related("run")
 
 
 def runs_of(*, thread: Thread) -> QuerySet[Run]:
@@ -85,7 +93,7 @@ def runs_of(*, thread: Thread) -> QuerySet[Run]:
 
 def latest_user_message(*, thread: Thread) -> Message | None:
     return (
-        Message.objects.filter(thread=thread, role=MessageRole.USER)
+        Message.objects.filter(thread=thread, role=MessageRole.USER, deleted_at__isnull=True)
         .order_by("-created_at", "-id")
         .first()
     )
@@ -95,7 +103,11 @@ def retrieval_context(*, question: Message) -> str:
     """What a follow-up is searched with besides its own words: the previous user
     questions and the sections the latest answer cited ("its" → that policy)."""
     earlier = list(
-        Message.objects.filter(thread_id=question.thread_id, created_at__lt=question.created_at)
+        Message.objects.filter(
+            thread_id=question.thread_id,
+            created_at__lt=question.created_at,
+            deleted_at__isnull=True,
+        )
         .order_by("-created_at", "-id")
         .only("role", "content", "sources")[:20]
     )

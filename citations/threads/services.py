@@ -19,9 +19,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from citations.deletions import conversation_delete
 from citations.generators import ModelError
 from citations.models import (
     App,
+    ConversationDeletion,
     Message,
     MessageRole,
     QueryExecution,
@@ -34,6 +36,7 @@ from citations.services.questions import MAX_QUESTION_CHARS, QueryRejected
 from citations.threads import selectors
 from citations.threads.errors import ThreadRejected
 from citations.threads.sources import annotations_of, sources_of
+from core.caller import Caller
 from core.user_agents import user_agent_clean
 from documents.models import ApiKey, Organization
 
@@ -152,13 +155,49 @@ def thread_create(
     metadata: object = None,
     messages: object = None,
     caller: str = "",
+    user: Any = None,
+    api_key: ApiKey | None = None,
 ) -> Thread:
-    """A new thread of ``organization``, optionally with initial messages."""
+    """A new thread of ``organization``, optionally with initial messages, owned by
+    ``api_key`` or else ``user`` (who reaches it: core.roles ``Reach``)."""
     thread = Thread.objects.create(
-        organization=organization, metadata=metadata_clean(metadata), caller=caller
+        organization=organization,
+        metadata=metadata_clean(metadata),
+        caller=caller,
+        caller_user=user if api_key is None and _signed_in(user) else None,
+        caller_api_key=api_key,
     )
     _messages_add(thread, messages, "messages")
     return thread
+
+
+def _signed_in(user: Any) -> bool:
+    return user is not None and bool(getattr(user, "is_authenticated", False))
+
+
+@transaction.atomic
+def thread_delete(*, thread: Thread, caller: Caller, role: str | None, reason: str = "") -> None:
+    """Hide ``thread`` (and so its messages and runs) from the API; refused while a run
+    answers in it. The rows stay for audit; the deletion is chained evidence."""
+    thread = _lock(thread)
+    _refuse_if_busy(thread, "delete")
+    kind = ConversationDeletion.Kind.THREAD
+    conversation_delete(record=thread, kind=kind, caller=caller, role=role, reason=reason)
+
+
+@transaction.atomic
+def message_delete(*, message: Message, caller: Caller, role: str | None, reason: str = "") -> None:
+    """Hide one message of a thread; refused while a run answers in it (its question
+    must stay what it answers). The row stays; the deletion is chained evidence."""
+    _refuse_if_busy(_lock(message.thread), "delete messages of")
+    conversation_delete(
+        record=message,
+        kind=ConversationDeletion.Kind.MESSAGE,
+        caller=caller,
+        role=role,
+        reason=reason,
+        thread_id=message.thread_id,
+    )
 
 
 @transaction.atomic

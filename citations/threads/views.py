@@ -13,12 +13,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from citations.deletions import deletion_reason
 from citations.models import Thread
 from citations.threads import run_steps, selectors, services, streaming
 from citations.threads.errors import ThreadRejected
 from citations.threads.schema import (
     RUN_EVENTS,
+    DeletionInput,
     MessageCreateInput,
+    MessageDeleted,
     MessageList,
     MessageObject,
     RunCreateInput,
@@ -27,6 +30,7 @@ from citations.threads.schema import (
     RunStepList,
     RunStepObject,
     ThreadCreateInput,
+    ThreadDeleted,
     ThreadObject,
 )
 from citations.threads.serializers import (
@@ -39,7 +43,8 @@ from citations.threads.serializers import (
 from core.caller import Caller
 from core.errors import error_responses
 from core.pagination import LIST_PARAMETERS
-from core.roles import Action
+from core.permissions import Reader, view_reach
+from core.roles import Action, Reach
 from core.sse import event_stream
 from core.tenancy import member_organization
 
@@ -58,11 +63,31 @@ class _View(APIView):
     # core.errors maps them; this docstring is also the OpenAPI description of the
     # views below that have none of their own, so it stays as clients have read it
 
-    # threads, messages, runs and steps are all asking (core.roles)
+    # threads, messages, runs and steps are asking (core.roles); deleting is not
     role_actions: ClassVar[dict[str, Action]] = {"GET": Action.ASK, "POST": Action.ASK}
+    # a thread is its asker's: read by them and by roles that audit, written by them,
+    # deleted by any role that may delete (core.roles ``Reach``)
+    role_reach: ClassVar[dict[str, Reach]] = {
+        "GET": Reach.READ,
+        "POST": Reach.OWN,
+        "DELETE": Reach.ORGANIZATION,
+    }
 
     def thread(self, request: Request, thread_id: str) -> Thread:
-        return selectors.thread_get(organization=member_organization(request), thread_id=thread_id)
+        """The named thread, if this method reaches it (else 404)."""
+        return selectors.thread_get(
+            organization=member_organization(request),
+            thread_id=thread_id,
+            reader=Reader.of(request),
+            reach=view_reach(self, request.method or ""),
+        )
+
+    def deleted(self, request: Request, record_id: object, kind: str) -> Response:
+        """OpenAI's answer to a deletion: ``{"id", "object": "<kind>.deleted", "deleted"}``."""
+        return Response({"id": str(record_id), "object": f"{kind}.deleted", "deleted": True})
+
+
+_DELETE_ACTIONS: dict[str, Action] = {"DELETE": Action.DELETE_CONVERSATIONS}
 
 
 class ThreadsView(_View):
@@ -78,14 +103,32 @@ class ThreadsView(_View):
             metadata=body.get("metadata"),
             messages=body.get("messages"),
             caller=caller.label,
+            user=caller.user,
+            api_key=caller.api_key,
         )
         return Response(thread_output(thread))
 
 
 class ThreadDetailView(_View):
+    """A thread; deleting it hides it with its messages and runs (the rows stay, the
+    deletion is recorded with who, when, from where and the optional reason)."""
+
+    role_actions = {**_View.role_actions, **_DELETE_ACTIONS}
+
     @extend_schema(responses={200: ThreadObject, **error_responses(404)})
     def get(self, request: Request, thread_id: str) -> Response:
         return Response(thread_output(self.thread(request, thread_id)))
+
+    @extend_schema(
+        request=DeletionInput, responses={200: ThreadDeleted, **error_responses(400, 404)}
+    )
+    def delete(self, request: Request, thread_id: str) -> Response:
+        thread, reason = self.thread(request, thread_id), deletion_reason(request.data)
+        reader = Reader.of(request)
+        services.thread_delete(
+            thread=thread, caller=Caller.from_request(request), role=reader.role, reason=reason
+        )
+        return self.deleted(request, thread.pk, "thread")
 
 
 class MessagesView(_View):
@@ -123,11 +166,29 @@ class MessagesView(_View):
 
 
 class MessageDetailView(_View):
+    """A message of a thread; deleting it hides it (recorded like a thread's deletion)."""
+
+    role_actions = {**_View.role_actions, **_DELETE_ACTIONS}
+
     @extend_schema(responses={200: MessageObject, **error_responses(404)})
     def get(self, request: Request, thread_id: str, message_id: str) -> Response:
         thread = self.thread(request, thread_id)
         message = selectors.message_get(thread=thread, message_id=message_id)
         return Response(message_output(message, absolute=request.build_absolute_uri))
+
+    @extend_schema(
+        request=DeletionInput, responses={200: MessageDeleted, **error_responses(400, 404)}
+    )
+    def delete(self, request: Request, thread_id: str, message_id: str) -> Response:
+        thread, reason = self.thread(request, thread_id), deletion_reason(request.data)
+        message = selectors.message_get(thread=thread, message_id=message_id)
+        services.message_delete(
+            message=message,
+            caller=Caller.from_request(request),
+            role=Reader.of(request).role,
+            reason=reason,
+        )
+        return self.deleted(request, message.pk, "thread.message")
 
 
 class RunsView(_View):

@@ -34,7 +34,9 @@ def _assistant_post(thread: Thread, execution: QueryExecution) -> Message:
 
 def thread_of(*, execution: QueryExecution) -> Thread | None:
     message = (
-        Message.objects.filter(query=execution, role=MessageRole.ASSISTANT)
+        Message.objects.filter(
+            query=execution, role=MessageRole.ASSISTANT, thread__deleted_at__isnull=True
+        )
         .select_related("thread")
         .first()
     )
@@ -42,8 +44,9 @@ def thread_of(*, execution: QueryExecution) -> Thread | None:
 
 
 @transaction.atomic
-def conversation_thread(*, execution: QueryExecution) -> Thread:
-    """The thread ``execution`` answered in; an answer asked on its own starts one."""
+def conversation_thread(*, execution: QueryExecution, user: User) -> Thread:
+    """The thread ``execution`` answered in; an answer ``user`` asked on its own starts
+    one, theirs."""
     thread = thread_of(execution=execution)
     if thread is not None:
         return thread
@@ -52,6 +55,7 @@ def conversation_thread(*, execution: QueryExecution) -> Thread:
         metadata={"origin": "web"},
         messages=[{"role": MessageRole.USER, "content": execution.question}],
         caller=execution.caller,
+        user=user,
     )
     _assistant_post(thread, execution)
     return thread
@@ -69,7 +73,7 @@ def follow_up_ask(
     earlier turns (``retrieval_context``), recorded as asked from ``caller_address``
     with ``user_agent``; raises ``ThreadRejected`` (bad message) or
     ``QueryRejected``/``ModelError`` as ``query_execute`` does."""
-    thread = conversation_thread(execution=previous)
+    thread = conversation_thread(execution=previous, user=user)
     message = message_create(thread=thread, role=MessageRole.USER, content=question)
     execution = query_execute(
         app=previous.app,

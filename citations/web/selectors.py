@@ -1,5 +1,6 @@
-"""Reads behind the answer pages: always scoped to the signed-in user's own
-answers in their organization, so anyone else's id is a 404."""
+"""Reads behind the answer pages, scoped to the signed-in member's organization and
+to the answers their role reaches (``query_in_reach``): their own, and every
+answer of the organization for a role that audits. The history lists their own."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
 from citations.models import App, ClaimCitation, QueryExecution, QuotedSource, RetrievalHit
+from core.permissions import Reader
+from core.roles import Reach
 from documents.models import File, Location, Organization
 
 HISTORY_PER_PAGE = 25
@@ -37,11 +40,15 @@ def app_of(*, organization: Organization, app_id: str) -> App:
     return app
 
 
-def query_of_user(*, organization: Organization, user: User, query_id: str) -> QueryExecution:
-    """One of the user's own answers, or 404 (other users and tenants alike)."""
+def query_in_reach(
+    *, organization: Organization, reader: Reader, query_id: str, reach: Reach = Reach.READ
+) -> QueryExecution:
+    """One answer of the organization that ``reader`` reaches (core.roles ``Reach``):
+    reading, its own or, for a role that audits, anyone's; continuing or rating
+    (``Reach.OWN``), its own only. Anything else is a 404, other tenants' alike."""
     execution = (
         QueryExecution.objects.select_related("app")
-        .filter(pk=_uuid(query_id), organization=organization, caller_user=user)
+        .filter(reader.reachable(reach), pk=_uuid(query_id), organization=organization)
         .first()
     )
     if execution is None:

@@ -1,7 +1,8 @@
 """Answer pages for end users: ask, the answer with its sources, the source
 viewer, history and PDF page images. Thin: each view reads through the
-selectors (always the signed-in user's own answers, in their organization)
-or calls ``query_execute``, then renders."""
+selectors (the answers the member's role reaches, core.roles: their own, every
+one of the organization for a role that audits; continuing or rating an answer
+is its asker's alone) or calls ``query_execute``, then renders."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from citations.web.source_pages import (
 )
 from citations.web.streaming import answer_events
 from core.caller import client_address, client_user_agent
-from core.roles import Action
+from core.permissions import Reader
+from core.roles import Action, Reach
 from core.sse import event_stream
 from documents import selectors as document_selectors
 from documents.web.access import MemberRequest, member_required
@@ -79,9 +81,7 @@ def ask_stream(request: MemberRequest) -> StreamingHttpResponse:
     previous_id = request.POST.get("follow_up")
     address, agent = client_address(request), client_user_agent(request)
     if previous_id:
-        previous = selectors.query_of_user(
-            organization=request.organization, user=request.user, query_id=previous_id
-        )
+        previous = _own_answer(request, previous_id)
 
         def ask() -> QueryExecution:
             return follow_up_ask(
@@ -110,8 +110,30 @@ def ask_stream(request: MemberRequest) -> StreamingHttpResponse:
     return event_stream(answer_events(ask))
 
 
+def _readable_answer(request: MemberRequest, query_id: str) -> QueryExecution:
+    """An answer to read: the member's own, anyone's of the organization for a role
+    that audits (core.roles)."""
+    reader = Reader.of(request)
+    return selectors.query_in_reach(
+        organization=request.organization, reader=reader, query_id=query_id
+    )
+
+
+def _own_answer(request: MemberRequest, query_id: str) -> QueryExecution:
+    """An answer to continue or rate: the member's own only."""
+    return selectors.query_in_reach(
+        organization=request.organization,
+        reader=Reader.of(request),
+        query_id=query_id,
+        reach=Reach.OWN,
+    )
+
+
 def _answer_context(request: MemberRequest, execution: QueryExecution) -> dict:
     return {
+        "own": Reader.of(request).owns(
+            user_id=execution.caller_user_id, api_key_id=execution.caller_api_key_id
+        ),
         "page": answer_page(execution=execution),
         "earlier": earlier_turns(execution=execution),
         "feedback": feedback_latest(execution=execution, user=request.user),
@@ -122,9 +144,7 @@ def _answer_context(request: MemberRequest, execution: QueryExecution) -> dict:
 @member_required(Action.ASK)
 @require_GET
 def answer(request: MemberRequest, query_id: str) -> HttpResponse:
-    execution = selectors.query_of_user(
-        organization=request.organization, user=request.user, query_id=query_id
-    )
+    execution = _readable_answer(request, query_id)
     return render(request, "web/answer.html", _answer_context(request, execution))
 
 
@@ -132,9 +152,7 @@ def answer(request: MemberRequest, query_id: str) -> HttpResponse:
 @require_POST
 def follow_up(request: MemberRequest, query_id: str) -> HttpResponse:
     """A follow-up question without JavaScript: answered in the same thread."""
-    previous = selectors.query_of_user(
-        organization=request.organization, user=request.user, query_id=query_id
-    )
+    previous = _own_answer(request, query_id)
     question = request.POST.get("question", "")
     try:
         execution = follow_up_ask(
@@ -159,9 +177,7 @@ def follow_up(request: MemberRequest, query_id: str) -> HttpResponse:
 @require_POST
 def feedback(request: MemberRequest, query_id: str) -> HttpResponse:
     """Helpful or not, with an optional comment: recorded as evidence."""
-    execution = selectors.query_of_user(
-        organization=request.organization, user=request.user, query_id=query_id
-    )
+    execution = _own_answer(request, query_id)
     try:
         feedback_record(
             execution=execution,
@@ -188,9 +204,7 @@ def _reader_links(execution: QueryExecution) -> ViewerLinks:
 @require_GET
 def source(request: MemberRequest, query_id: str, quoted_as: str) -> HttpResponse:
     """``[n]`` in its original, as recorded when the answer was given."""
-    execution = selectors.query_of_user(
-        organization=request.organization, user=request.user, query_id=query_id
-    )
+    execution = _readable_answer(request, query_id)
     context = source_page_context(
         request, execution=execution, quoted_as=quoted_as, links=_reader_links(execution)
     )
@@ -202,9 +216,7 @@ def source(request: MemberRequest, query_id: str, quoted_as: str) -> HttpRespons
 def source_crop(request: MemberRequest, query_id: str, quoted_as: str) -> HttpResponse:
     """The highlighted band of a PDF page for one claim of ``[n]``: the ``[n]``
     previews and the phone viewer."""
-    execution = selectors.query_of_user(
-        organization=request.organization, user=request.user, query_id=query_id
-    )
+    execution = _readable_answer(request, query_id)
     return source_crop_response(request, execution=execution, quoted_as=quoted_as)
 
 
@@ -212,9 +224,7 @@ def source_crop(request: MemberRequest, query_id: str, quoted_as: str) -> HttpRe
 @require_GET
 def hit(request: MemberRequest, query_id: str, k_pos: int) -> HttpResponse:
     """A retrieved but uncited unit in its original (no claim rests on it)."""
-    execution = selectors.query_of_user(
-        organization=request.organization, user=request.user, query_id=query_id
-    )
+    execution = _readable_answer(request, query_id)
     context = hit_page_context(
         request, execution=execution, k_pos=k_pos, links=_reader_links(execution)
     )

@@ -14,7 +14,8 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from citations.llm_apps import app_create
-from core.api_keys import api_key_create
+from citations.models import ResponseRecord
+from core.api_keys import api_key_create, api_key_verify
 from documents.json_limits import MAX_BODY_DEPTH
 from tests import factories
 from tests.support.openapi import generated_schema
@@ -39,7 +40,15 @@ def ids() -> dict[str, str]:
     key = api_key_create(organization=org, role="admin")[1]  # every route: the widest role
     # revoking takes no body: a route that may act on it revokes this one, not the caller's
     key_row, _ = api_key_create(organization=org, role="viewer")
-    thread = _client(key).post("/v1/threads", {}, format="json").json()
+    thread = (
+        _client(key)
+        .post("/v1/threads", {"messages": [{"role": "user", "content": "Hi"}]}, format="json")
+        .json()
+    )
+    message = _client(key).get(f"/v1/threads/{thread['id']}/messages").json()["data"][0]
+    response = ResponseRecord.objects.create(
+        organization=org, app=app, question="Hi", caller_api_key=api_key_verify(presented=key)
+    )
     return {
         "key": key,
         "key_id": str(key_row.pk),
@@ -48,6 +57,8 @@ def ids() -> dict[str, str]:
         "llm_app_id": str(app.pk),
         "file_id": str(record.pk),
         "thread_id": thread["id"],
+        "message_id": message["id"],
+        "response_id": str(response.pk),
     }
 
 

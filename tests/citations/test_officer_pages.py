@@ -129,10 +129,16 @@ def test_it_opens_every_retrieval_hit_cited_or_not(evidence: Evidence) -> None:
         assert _source_url(evidence.answer, source.quoted_as) in evidence_html
 
 
-def test_the_readers_own_route_still_refuses_the_officer(evidence: Evidence) -> None:
-    """The web page shows a user their own answers only; the officer's way in is the admin."""
-    client = signed_in(officer_of(evidence.acme))
-    assert client.get(reverse("web-source", args=[evidence.answer.pk, "1"])).status_code == 404
+def test_the_readers_route_opens_any_answer_to_the_officer_and_none_to_an_editor(
+    evidence: Evidence,
+) -> None:
+    """One reading rule on every surface (core.roles ``Reach``): an officer reads every
+    answer of the organization on the reader's pages as in the admin; an editor, who
+    does not audit, reads its own only."""
+    officer = signed_in(officer_of(evidence.acme))
+    assert officer.get(reverse("web-source", args=[evidence.answer.pk, "1"])).status_code == 200
+    editor = signed_in(officer_of(evidence.acme, "edgar", role="editor"))
+    assert editor.get(reverse("web-source", args=[evidence.answer.pk, "1"])).status_code == 404
 
 
 def test_another_organizations_officer_gets_404(evidence: Evidence) -> None:

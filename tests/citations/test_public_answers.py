@@ -1,16 +1,18 @@
 """Who reads a public app's answers, and what they see.
 
-The rule (citations/selectors.py ``readable_queries``): a caller of the app's
-organization reads every answer of its apps; anyone else (no key, or another
-organization's key) reads the answers asked anonymously and those of their own
-organization. Internal fields (``storage_name``, ``organization_id``, the asker's
-``user_id``) are null for every caller outside the app's organization."""
+The rule (citations/selectors.py ``readable_queries``, core.roles ``Reach``): anyone
+reads the answers asked anonymously; a caller reads its own answers, and one whose
+role audits (officer, admin) every answer its organization asked (the app's own
+organization: every answer of its apps). Internal fields (``storage_name``,
+``organization_id``, the asker's ``user_id``) are null for every caller outside the
+app's organization."""
 
 from __future__ import annotations
 
 import pytest
 from rest_framework.test import APIClient
 
+from core.api_keys import api_key_create
 from tests import factories
 from tests.citations.conftest import Library
 from tests.support.openapi import assert_documented, generated_schema
@@ -85,15 +87,24 @@ def test_a_members_answer_in_a_public_app_stays_the_organizations(library: Libra
 
 
 def test_another_organizations_answer_is_theirs_to_read(library: Library) -> None:
-    globex_key = factories.api_key(factories.organization("Globex"))
-    globex = _client(globex_key)
+    globex_org = factories.organization("Globex")
+    globex = _client(factories.api_key(globex_org))
     query_id = _ask(globex, library.public.pk)
+    asked = (library.public.pk, query_id)
     responses = _reads(globex, library.public.pk, query_id)
     assert [r.status_code for r in responses] == [200] * 4
     assert _internal(responses[0].json()) == {(None, None, None)}
     assert [r.status_code for r in _reads(_client(), library.public.pk, query_id)] == [404] * 4
-    # the app's own organization reads every answer of its app, with its fields
-    member = _reads(_client(library.key), library.public.pk, query_id)
+    # Globex's officer reads it too, a colleague's key does not
+    globex_officer = api_key_create(organization=globex_org, role="officer")[1]
+    colleague = api_key_create(organization=globex_org, role="viewer")[1]
+    assert [r.status_code for r in _reads(_client(globex_officer), *asked)] == [200] * 4
+    assert [r.status_code for r in _reads(_client(colleague), *asked)] == [404] * 4
+    # the app's own organization: its auditors read every answer of its app, with its
+    # fields; its editor (library.key) reads its own answers only
+    assert [r.status_code for r in _reads(_client(library.key), *asked)] == [404] * 4
+    officer = api_key_create(organization=library.organization, role="officer")[1]
+    member = _reads(_client(officer), library.public.pk, query_id)
     assert [r.status_code for r in member] == [200] * 4
     assert {s["document"]["organization_id"] for s in member[0].json()} == {
         str(library.organization.pk)

@@ -122,6 +122,15 @@ def _fresh_key(world: World, role: str) -> dict[str, object]:
     return {"key_id": api_key_create(organization=world.acme, role="viewer")[0].pk}
 
 
+def _fresh_thread(world: World, role: str) -> dict[str, object]:
+    """A new thread of ``role``'s key, for a deletion that would hide the one it names."""
+    key = world.outsider_key if role == "outsider" else world.keys[role]
+    response = Client(HTTP_AUTHORIZATION=f"Bearer {key}").post(
+        "/v1/threads", "{}", content_type="application/json"
+    )
+    return {"thread_id": response.json()["id"]}
+
+
 _UNKNOWN_RUN = "run_" + "0" * 24  # past the gate, a run that is not there answers 404
 
 # the web pages and the REST API: route name → {method: roles that may}
@@ -189,10 +198,12 @@ ROUTES: dict[str, Rule] = {
     "quoted-sources": Rule({"GET": ALL}, _app_answer, acme_record=True),
     "citations-validate": Rule({"POST": ALL}),
     "threads": Rule({"POST": ALL}),
-    "thread-detail": Rule({"GET": ALL}, _thread, acme_record=True),
+    # deleting: a fresh thread each time, so the others' requests still find theirs
+    "thread-detail": Rule({"GET": ALL, "DELETE": WRITERS}, _fresh_thread, acme_record=True),
     "thread-messages": Rule({"GET": ALL, "POST": ALL}, _thread, acme_record=True),
     "thread-message-detail": Rule(
-        {"GET": ALL}, lambda w, r: {**_thread(w, r), "message_id": "msg_" + "0" * 24}
+        {"GET": ALL, "DELETE": WRITERS},
+        lambda w, r: {**_thread(w, r), "message_id": "msg_" + "0" * 24},
     ),
     "thread-runs": Rule({"GET": ALL, "POST": ALL}, _thread, acme_record=True),
     "thread-run-detail": Rule({"GET": ALL}, lambda w, r: {**_thread(w, r), "run_id": _UNKNOWN_RUN}),
@@ -206,7 +217,7 @@ ROUTES: dict[str, Rule] = {
     ),
     "responses": Rule({"POST": ALL}),
     "response-detail": Rule(
-        {"GET": ALL, "DELETE": ALL}, lambda w, r: {"response_id": "resp_" + "0" * 24}
+        {"GET": ALL, "DELETE": WRITERS}, lambda w, r: {"response_id": "resp_" + "0" * 24}
     ),
 }
 
@@ -243,6 +254,7 @@ ADMIN_MODELS: dict[str, dict[str, frozenset[str]]] = {
             "run",
             "message",
             "answerfeedback",
+            "conversationdeletion",
         )
     },
     "audit.evidenceentry": _AUDIT_ONLY,

@@ -13,14 +13,18 @@ from pytest_django import Settings
 from citations.llm_apps import app_create
 from citations.models import App, ResponseRecord, ResponseStatus
 from citations.tasks import sweep_stale_answers
+from core.api_keys import api_key_verify
 from tests import factories
 
 pytestmark = pytest.mark.django_db
 
 
-def _record(app: App, age: timedelta) -> ResponseRecord:
+def _record(app: App, age: timedelta, key: str) -> ResponseRecord:
     record = ResponseRecord.objects.create(
-        organization=app.organization, app=app, question="How long are invoices kept?"
+        organization=app.organization,
+        app=app,
+        question="How long are invoices kept?",
+        caller_api_key=api_key_verify(presented=key),  # the key reads its own response
     )
     ResponseRecord.objects.filter(pk=record.pk).update(created_at=timezone.now() - age)
     return record
@@ -31,8 +35,9 @@ def test_the_sweep_fails_a_stale_response_and_leaves_a_fresh_one(settings: Setti
     factories.data_source(organization, "Policies")
     app = app_create(organization=organization, name="HR", data_source_names=["Policies"])
     stale_seconds = settings.PROVENANCE_QUERY_STALE_SECONDS
-    stale = _record(app, timedelta(seconds=stale_seconds + 5))
-    fresh = _record(app, timedelta(seconds=0))
+    key = factories.api_key(organization)
+    stale = _record(app, timedelta(seconds=stale_seconds + 5), key)
+    fresh = _record(app, timedelta(seconds=0), key)
 
     assert str(stale.pk) in sweep_stale_answers()
 
@@ -41,7 +46,6 @@ def test_the_sweep_fails_a_stale_response_and_leaves_a_fresh_one(settings: Setti
     assert stale.status == ResponseStatus.FAILED and stale.completed_at is not None
     assert stale.error_message.startswith("abandoned:")
     assert fresh.status == ResponseStatus.IN_PROGRESS
-    key = factories.api_key(organization)
     reply = Client(HTTP_AUTHORIZATION=f"Bearer {key}").get(f"/v1/responses/{stale.pk}").json()
     assert reply["status"] == "failed" and reply["error"]["code"] == "server_error"
     assert str(stale.pk) not in sweep_stale_answers()  # swept once

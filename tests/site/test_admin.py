@@ -27,6 +27,8 @@ from citations.llm_apps import app_create
 from citations.responses import services as responses
 from citations.services import query_execute
 from citations.threads import services as threads
+from core.caller import Caller
+from core.permissions import Reader
 from documents.models import Organization, OrganizationMember
 from tests import factories
 from tests.citations.llm_support import CAMERAS, CONTRACTS, POLICIES, ingest
@@ -82,11 +84,16 @@ def _answers(org: Organization, tmp: Path) -> None:
         threads.message_create(thread=thread, role="user", content=question)
         threads.run_execute(run_id=str(threads.run_create(thread=thread, app=single).pk))
         body = {"model": str(single.pk), "input": question}
-        request = responses.response_request_parse(organization=org, body=body)
+        request = responses.response_request_parse(
+            organization=org, body=body, reader=Reader.nobody()
+        )
         started = responses.response_start(
             organization=org, request=request, user=None, api_key=None
         )
         responses.response_execute(response_id=started.pk)
+        # a deletion record per thread (the thread stays, marked)
+        editor = Caller(user=None, api_key=None, organization=org, origin="127.0.0.1")
+        threads.thread_delete(thread=thread, caller=editor, role="editor", reason="seed")
     gold = tmp / "gold.jsonl"
     gold.write_text("".join(json.dumps({"question": q}) + "\n" for q in QUESTIONS))
     for n in range(MIN_ROWS):

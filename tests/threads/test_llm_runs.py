@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from citations.models import App, Message, MessageRole, QueryExecution, RunStatus
 from citations.threads import services
+from core.api_keys import api_key_verify
 from tests.citations import llm_support
 from tests.citations.llm_support import CAMERAS
 from tests.support import model_servers as ms
@@ -21,7 +22,8 @@ openai_server, anthropic_server = llm_support.openai_server, llm_support.anthrop
 
 
 def _run(library: llm_support.Library, app: App, **options: Any) -> dict[str, Any]:
-    thread = services.thread_create(organization=library.organization)
+    owner = api_key_verify(presented=library.key)  # the key reads its own thread
+    thread = services.thread_create(organization=library.organization, api_key=owner)
     services.message_create(thread=thread, role="user", content="How long are recordings kept?")
     run = services.run_create(thread=thread, app=app, **options)
     services.run_execute(run_id=str(run.pk))

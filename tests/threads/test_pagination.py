@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 
 from citations.threads import services
+from core.api_keys import api_key_verify
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -20,12 +21,13 @@ def _ids(client: Client, path: str) -> tuple[list[str], bool]:
 
 def test_it_pages_through_messages_in_both_orders() -> None:
     org = factories.organization("Acme")
-    thread = services.thread_create(organization=org)
+    key = factories.api_key(org)  # the thread is the key's: it reads it (core.roles)
+    thread = services.thread_create(organization=org, api_key=api_key_verify(presented=key))
     ids = [
         str(services.message_create(thread=thread, role="user", content=f"Question {n}?").pk)
         for n in range(5)
     ]
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {factories.api_key(org)}")
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     base = f"/v1/threads/{thread.pk}/messages"
 
     assert _ids(client, base) == (ids[::-1], False)  # newest first by default

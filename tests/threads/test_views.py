@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from citations.models import App, ReasoningStep, Run, Thread
 from citations.threads import services
+from core.api_keys import api_key_verify
 from tests.citations import steps_support
 from tests.citations.steps_support import ONE_FACT, TWO_FACTS
 
@@ -48,7 +49,8 @@ def _listed(client: Client, path: str) -> tuple[int, int]:
 @pytest.fixture
 def conversation(steps_library: steps_support.StepsLibrary) -> tuple[App, Thread, Client]:
     app = steps_library.app(name="Single", reasoning="single")
-    thread = services.thread_create(organization=steps_library.organization)
+    key = api_key_verify(presented=steps_library.key)  # its thread: the key reads it
+    thread = services.thread_create(organization=steps_library.organization, api_key=key)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {steps_library.key}")
     return app, thread, client
 
@@ -76,7 +78,10 @@ def test_a_run_s_steps_query_count_does_not_grow_with_its_steps(
     client = Client(HTTP_AUTHORIZATION=f"Bearer {steps_library.key}")
     counted = {}
     for question in (ONE_FACT, TWO_FACTS):
-        thread = services.thread_create(organization=steps_library.organization)
+        thread = services.thread_create(
+            organization=steps_library.organization,
+            api_key=api_key_verify(presented=steps_library.key),
+        )
         run = _turn(thread, app, question)
         steps = ReasoningStep.objects.filter(query=run.query_id).count()
         url = f"/v1/threads/{thread.pk}/runs/{run.pk}/steps?limit=100&include[]=" + (
