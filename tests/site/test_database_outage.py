@@ -54,9 +54,10 @@ def test_rest_answers_503_with_retry_after_in_the_error_shape(down: str) -> None
     }
 
 
-def test_a_web_page_answers_a_503_page_with_retry_after(down: str) -> None:
+@pytest.mark.parametrize("page", ["/library/", "/admin/"])
+def test_a_web_page_answers_a_503_page_with_retry_after(down: str, page: str) -> None:
     # a session cookie makes the page read the session table
-    response = requests.get(f"{down}/library/", cookies={"sessionid": "x" * 32}, timeout=30)
+    response = requests.get(f"{down}{page}", cookies={"sessionid": "x" * 32}, timeout=30)
     assert response.status_code == 503
     assert response.headers["Retry-After"] == RETRY
     assert response.headers["Content-Type"].startswith("text/html")
