@@ -30,6 +30,7 @@ import pymupdf
 
 from documents.converters.pdf.budget import DecodeBudget
 from documents.converters.pdf.extract import TEXT_FLAGS
+from documents.converters.pdf.mupdf_version import mupdf_require
 from documents.converters.pdf.words import PageWordIndex
 
 Range = tuple[int, int]
@@ -105,7 +106,8 @@ def pdf_page_words(data: bytes) -> list[list[tuple]]:
     """Every page's words as the converter reads text: ``[page][word] = (x0, y0, x1,
     y1, text, ...)`` as ``get_text('words')`` gives them. A page past the converter's
     decoding caps is refused as the converter refuses it (``pdf.budget``), before
-    MuPDF decodes it."""
+    MuPDF decodes it; nothing is parsed by a MuPDF with known flaws."""
+    mupdf_require()
     with pymupdf.open(stream=data, filetype="pdf") as document:
         budget, pages = DecodeBudget(document), []
         for index, page in enumerate(document):

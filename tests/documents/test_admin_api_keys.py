@@ -9,13 +9,13 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from core.api_keys import api_key_create
-from documents.models import ApiKey, OrganizationMember
+from documents.models import ApiKey, Organization, OrganizationMember
 from tests import factories
 
 pytestmark = pytest.mark.django_db
 
 
-def _signed_in(role: str, org: object) -> Client:
+def _signed_in(role: str, org: Organization) -> Client:
     users = get_user_model().objects
     if role == "superuser":
         user = users.create_superuser("root", password="pw-123-456-xyz")

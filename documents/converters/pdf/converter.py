@@ -34,6 +34,7 @@ from documents.converters.pdf.groups import (
 from documents.converters.pdf.headings import Headings
 from documents.converters.pdf.lines import Block
 from documents.converters.pdf.markdown import code_write, comments_write, table_write, text_write
+from documents.converters.pdf.mupdf_version import mupdf_require
 from documents.converters.pdf.thresholds import MAX_ANNOTATIONS
 
 pymupdf.TOOLS.mupdf_display_errors(False)
@@ -238,6 +239,7 @@ class PdfConverter:
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         """The conversion; ``ConversionError`` for a file refused, ``MemoryError`` when
         memory ran out (MuPDF's too: the sandbox reports the memory limit)."""
+        mupdf_require()  # no hostile file for a MuPDF with known flaws
         try:
             doc = _open(data)
             try:
