@@ -3,18 +3,34 @@
 
 Views raise :class:`ApiError` for what only they know (a malformed body), and let
 a service's :class:`~core.exceptions.DomainRejected` through: the handler answers
-both in this shape."""
+both in this shape. A database that cannot be reached is an outage, answered 503
+with ``Retry-After`` (:func:`database_outage`), as ``/healthz`` says, not a 500."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import psycopg
+from django.db import InterfaceError, OperationalError
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
-from rest_framework.views import exception_handler
+from rest_framework.views import exception_handler, set_rollback
 
 from core.exceptions import DomainRejected
+
+logger = logging.getLogger("provenance.errors")
+
+# seconds a client waits before trying again after a database outage: a restarted
+# server (the embedded one's supervisor, a managed database's failover) accepts
+# connections again within seconds, and clients that all retry at once slow it
+OUTAGE_RETRY_AFTER_SECONDS = 10
+OUTAGE_MESSAGE = "the database is unavailable; try again shortly"
+OUTAGE_CODE = "database_unavailable"
+# SQLSTATEs of a server that will not serve now: class 08 (connection exceptions)
+# and these: shutting down (57P01-57P02), starting up (57P03), connections full (53300)
+_OUTAGE_STATES = ("57P01", "57P02", "57P03", "53300")
 
 _TYPES = {
     400: "invalid_request_error",
@@ -58,8 +74,8 @@ class ErrorOutput(serializers.Serializer):
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
     """The error answers an operation can give, for its OpenAPI responses: those
-    named, the 401 and 403 every authenticated operation can give, and the 429 of
-    the rate limits."""
+    named, the 401 and 403 every authenticated operation can give, the 429 of the
+    rate limits and the 503 of a database outage."""
     described = {
         400: "the request is malformed; `error.code` and `error.param` say what",
         401: "no valid API key",
@@ -69,8 +85,10 @@ def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
         413: "the upload is too large",
         415: "the uploaded file's type, or the request body's media type, is not supported",
         429: "too many requests: wait the `Retry-After` header's seconds",
+        503: "the database is unavailable (`database_unavailable`): try again after the "
+        "`Retry-After` header's seconds",
     }
-    codes = sorted({*statuses, 401, 403, 429})
+    codes = sorted({*statuses, 401, 403, 429, 503})
     return {code: OpenApiResponse(ErrorOutput, description=described[code]) for code in codes}
 
 
@@ -85,9 +103,40 @@ def _message(detail: Any) -> str:
 _DJANGO_CODES = {404: "not_found", 403: "permission_denied"}
 
 
+def database_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached (refused, closed, shutting
+    down, full), as opposed to a query that failed (cancelled, deadlocked, invalid),
+    which stays a bug's 500. Django's wrapped errors are judged by psycopg's cause."""
+    if isinstance(exc, InterfaceError | psycopg.InterfaceError):
+        return True  # a connection closed under us, or never opened
+    if not isinstance(exc, OperationalError | psycopg.OperationalError):
+        return False
+    cause = exc if isinstance(exc, psycopg.Error) else exc.__cause__
+    state = getattr(cause, "sqlstate", None)
+    # no SQLSTATE: libpq's own failure (refused, reset, timed out), no server said it
+    return state is None or state.startswith("08") or state in _OUTAGE_STATES
+
+
+def outage_body() -> dict:
+    """The error shape of a database outage; its status is 503."""
+    return error_body(503, OUTAGE_MESSAGE, code=OUTAGE_CODE)
+
+
+def outage_log(exc: BaseException, path: str) -> None:
+    """One line per request refused by an outage, with what the driver said."""
+    logger.error("database unavailable, answered 503 for %s: %s", path, exc)
+
+
 def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's answer to ``exc`` in the one error shape; a domain refusal
-    (:class:`DomainRejected`) answers with its own status, code and param."""
+    (:class:`DomainRejected`) answers with its own status, code and param, a
+    database outage 503 with ``Retry-After``."""
+    if database_outage(exc):
+        set_rollback()
+        request = context.get("request")
+        outage_log(exc, getattr(request, "path", "?"))
+        headers = {"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)}
+        return Response(outage_body(), status=503, headers=headers)
     if isinstance(exc, DomainRejected):
         exc = ApiError(exc.message, code=exc.code, status_code=exc.status, param=exc.param)
     response = exception_handler(exc, context)

@@ -80,6 +80,10 @@ class OrganizationMemberAdmin(OrganizationScopedAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(OrganizationScopedAdmin):
+    """Keys named by their prefix; the hash is never shown, to any role: it is what a
+    stolen copy of the page would be tried against, and no one needs it to tell
+    keys apart."""
+
     list_display = [
         "prefix",
         "name",
@@ -90,13 +94,12 @@ class ApiKeyAdmin(OrganizationScopedAdmin):
         "revoked_at",
     ]
     list_select_related = ["organization"]
-    readonly_fields = ["prefix", "key_hash", "created_at", "last_used_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
     fields = [
         "organization",
         "name",
         "role",
         "prefix",
-        "key_hash",
         "created_at",
         "last_used_at",
         "revoked_at",

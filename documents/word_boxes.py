@@ -28,7 +28,9 @@ from itertools import accumulate
 
 import pymupdf
 
+from documents.converters.pdf.budget import DecodeBudget
 from documents.converters.pdf.extract import TEXT_FLAGS
+from documents.converters.pdf.mupdf_version import mupdf_require
 from documents.converters.pdf.words import PageWordIndex
 
 Range = tuple[int, int]
@@ -102,9 +104,16 @@ class PageWords(PageWordIndex):
 
 def pdf_page_words(data: bytes) -> list[list[tuple]]:
     """Every page's words as the converter reads text: ``[page][word] = (x0, y0, x1,
-    y1, text, ...)`` as ``get_text('words')`` gives them."""
+    y1, text, ...)`` as ``get_text('words')`` gives them. A page past the converter's
+    decoding caps is refused as the converter refuses it (``pdf.budget``), before
+    MuPDF decodes it; nothing is parsed by a MuPDF with known flaws."""
+    mupdf_require()
     with pymupdf.open(stream=data, filetype="pdf") as document:
-        return [page.get_text("words", flags=TEXT_FLAGS) for page in document]
+        budget, pages = DecodeBudget(document), []
+        for index, page in enumerate(document):
+            budget.page_check(index)
+            pages.append(page.get_text("words", flags=TEXT_FLAGS))
+        return pages
 
 
 # the packing's first bytes; what lacks them is the JSON a worker before it kept

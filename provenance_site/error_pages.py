@@ -5,16 +5,27 @@ DRF answers errors inside its views itself; these cover everything it never sees
 an unknown URL, a request Django refuses before any view runs (a body past
 ``DATA_UPLOAD_MAX_MEMORY_SIZE``, too many form fields), and an unexpected
 exception (500). The pages read nothing from the database, so a 500 caused by
-the database still gets one.
+the database still gets one, and a database outage gets a 503 with ``Retry-After``
+(``core.errors.database_outage``): from ``provenance_site.outage`` for a view's
+error, from :func:`server_error` for one raised anywhere else.
 """
 
 from __future__ import annotations
+
+import sys
 
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 
-from core.errors import error_body
+from core.errors import (
+    OUTAGE_CODE,
+    OUTAGE_MESSAGE,
+    OUTAGE_RETRY_AFTER_SECONDS,
+    database_outage,
+    error_body,
+    outage_log,
+)
 
 API_PREFIXES = ("/v1/", "/semantics/", "/api/")
 
@@ -24,6 +35,7 @@ _TITLES = {
     404: "Page not found",
     413: "Request too large",
     500: "Something went wrong",
+    503: "Temporarily unavailable",
 }
 _EXPLANATIONS = {
     400: "The request could not be understood.",
@@ -31,6 +43,7 @@ _EXPLANATIONS = {
     404: "There is no page at this address.",
     413: "The request is larger than this server accepts.",
     500: "The server could not complete the request. It has been logged; please try again.",
+    503: "The database cannot be reached just now. Please try again in a moment.",
 }
 
 
@@ -78,7 +91,20 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     return error_response(request, 404, "no such endpoint or resource", code="not_found")
 
 
+def outage_response(request: HttpRequest, exception: BaseException) -> HttpResponse:
+    """503 with ``Retry-After``: the error shape on API paths, the page elsewhere."""
+    outage_log(exception, request.path)
+    response = error_response(request, 503, OUTAGE_MESSAGE, code=OUTAGE_CODE)
+    response["Retry-After"] = str(OUTAGE_RETRY_AFTER_SECONDS)
+    return response
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: Django calls it while handling the exception, so an outage
+    raised outside a view (a middleware saving the session) is still told apart."""
+    exception = sys.exc_info()[1]
+    if exception is not None and database_outage(exception):
+        return outage_response(request, exception)
     return error_response(request, 500, "internal server error", code="internal_error")
 
 

@@ -36,6 +36,7 @@ from documents.downloads import original_download
 from documents.ingestion.cancel import NotCancellable, file_cancel
 from documents.ingestion.delete import AlreadyDeleted, file_delete
 from documents.models import FileStatus
+from documents.sniffing import CONTENT_TYPES
 from documents.uploads import data_source_for, file_upload
 
 
@@ -150,6 +151,10 @@ class FileCancelView(APIView):
         return Response(file_output(record, request))
 
 
+# what a download is served as: every type an upload is sniffed as, without parameters
+ORIGINAL_MEDIA_TYPES = sorted({value.split(";")[0] for value in CONTENT_TYPES.values()})
+
+
 class FileContentView(APIView):
     """The original uploaded bytes, byte for byte."""
 
@@ -157,11 +162,32 @@ class FileContentView(APIView):
 
     @extend_schema(
         responses={
-            (200, "application/octet-stream"): OpenApiResponse(
-                OpenApiTypes.BINARY, description="the original bytes, byte for byte"
-            ),
+            **{
+                (200, media_type): OpenApiResponse(
+                    OpenApiTypes.BINARY,
+                    description="the original bytes, byte for byte, with the file's own "
+                    "type (sniffed at upload)",
+                )
+                for media_type in ORIGINAL_MEDIA_TYPES
+            },
             **error_responses(404),
-        }
+        },
+        parameters=[
+            OpenApiParameter(
+                "X-Content-SHA256",
+                str,
+                OpenApiParameter.HEADER,
+                response=[200],
+                description="the sha256 of the bytes (hex), the file's `sha256`",
+            ),
+            OpenApiParameter(
+                "Content-Disposition",
+                str,
+                OpenApiParameter.HEADER,
+                response=[200],
+                description="`attachment` with the file's name (RFC 6266)",
+            ),
+        ],
     )
     def get(self, request: Request, file_id: str) -> StreamingHttpResponse:
         caller = Caller.from_request(request)

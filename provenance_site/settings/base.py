@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # a database outage in a view: 503 with Retry-After, not a 500 (provenance_site/outage.py)
+    "provenance_site.outage.DatabaseOutageMiddleware",
 ]
 
 ROOT_URLCONF = "provenance_site.urls"

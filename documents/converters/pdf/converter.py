@@ -8,6 +8,7 @@ code) is then known when each page's blocks, groups and Markdown are made.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from documents.converters._mdbuild import MarkdownBuilder
 from documents.converters.base import Conversion, ConversionError, ProgressReport, SourceSpan
 from documents.converters.pdf.annotations import Note, page_notes
 from documents.converters.pdf.blocks import page_blocks
+from documents.converters.pdf.budget import DecodeBudget
 from documents.converters.pdf.cells import CellWords
 from documents.converters.pdf.extract import PageText, Superscript, extract_page
 from documents.converters.pdf.furniture import drop_furniture, furniture_keys
@@ -32,6 +34,7 @@ from documents.converters.pdf.groups import (
 from documents.converters.pdf.headings import Headings
 from documents.converters.pdf.lines import Block
 from documents.converters.pdf.markdown import code_write, comments_write, table_write, text_write
+from documents.converters.pdf.mupdf_version import mupdf_require
 from documents.converters.pdf.thresholds import MAX_ANNOTATIONS
 
 pymupdf.TOOLS.mupdf_display_errors(False)
@@ -39,8 +42,18 @@ pymupdf.TOOLS.mupdf_display_warnings(False)
 
 NO_TEXT_IMAGES = "no text layer: this PDF contains only images; OCR is not supported yet"
 NO_TEXT_EMPTY = "no text layer: this PDF has no text to extract"
+# MuPDF's failed allocation, as PyMuPDF raises it: "code=2: malloc (N bytes) failed"
+_MUPDF_NO_MEMORY = re.compile(r"\b(?:m|re|c)alloc \(\d+ bytes\) failed|out of memory", re.I)
 # progress: reading a page counts for three quarters of its work, writing it the rest
 _READ_SHARE, _SHARES = 3, 4
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is memory running out (Python's or MuPDF's): a resource limit,
+    never a damaged page or file, so no ``except Exception`` may take it for one."""
+    return isinstance(exc, MemoryError) or (
+        isinstance(exc, RuntimeError) and bool(_MUPDF_NO_MEMORY.search(str(exc)))
+    )
 
 
 def _open(data: bytes) -> pymupdf.Document:
@@ -50,6 +63,8 @@ def _open(data: bytes) -> pymupdf.Document:
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # mupdf raises several types for damaged input
+        if out_of_memory(exc):
+            raise
         raise ConversionError(
             f"could not read this PDF: not a PDF file or damaged beyond repair ({exc})"
         ) from exc
@@ -75,7 +90,9 @@ def _page_notes(page: pymupdf.Page, budget: int) -> list[Note]:
     """The page's annotation notes (``annotations``); none if they are damaged."""
     try:
         return page_notes(page, budget) if budget > 0 else []
-    except Exception:  # damaged annotations: the page's are left out
+    except Exception as exc:  # damaged annotations: the page's are left out
+        if out_of_memory(exc):
+            raise
         return []
 
 
@@ -97,7 +114,9 @@ class _Read:
             drawn = bool(page.get_images())
             text = extract_page(page, drawn)
             self.images += drawn
-        except Exception:  # a damaged page: the others are still read
+        except Exception as exc:  # a damaged page: the others are still read
+            if out_of_memory(exc):
+                raise
             text = PageText([], 0, [])
             self.failed.append(page.number + 1)
         self.pages.append(text.blocks)
@@ -195,7 +214,8 @@ class _Writer:
 
 
 class PdfConverter:
-    """PDF to Markdown; raises ``ConversionError`` for encrypted, empty or broken files."""
+    """PDF to Markdown; raises ``ConversionError`` for encrypted, empty, broken or
+    oversized files (``budget``: what a page decodes, measured before MuPDF does)."""
 
     name = "pymupdf-markdown"
     # 1.1: Arabic lam-alef ligatures in logical order; 1.2: pictograph-font markers are
@@ -217,17 +237,26 @@ class PdfConverter:
     version = "1.7.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
-        doc = _open(data)
+        """The conversion; ``ConversionError`` for a file refused, ``MemoryError`` when
+        memory ran out (MuPDF's too: the sandbox reports the memory limit)."""
+        mupdf_require()  # no hostile file for a MuPDF with known flaws
         try:
-            return self._convert(doc, progress or _silent)
-        finally:
-            doc.close()
+            doc = _open(data)
+            try:
+                return self._convert(doc, progress or _silent)
+            finally:
+                doc.close()
+        except RuntimeError as exc:
+            if out_of_memory(exc):
+                raise MemoryError(str(exc)) from exc
+            raise
 
     def _convert(self, doc: pymupdf.Document, progress: ProgressReport) -> Conversion:
         """Extract every page, then write each; ``progress`` hears of both passes."""
         total = doc.page_count
-        read = _Read()
+        read, budget = _Read(), DecodeBudget(doc)
         for index in range(total):
+            budget.page_check(index)  # before MuPDF decodes what the page holds
             read.page_add(doc[index])
             progress(_READ_SHARE * len(read.pages) // _SHARES, total)
         read.text_check(total)

@@ -132,3 +132,20 @@ PROBE_WIDTH_PT = 1.0  # a note's column is the one its first point of text lies 
 MAX_ANNOTATIONS = 2_000  # per document: a hostile file may hold millions
 MAX_NOTE_CHARS = 2_000  # of one note
 ANCHOR_CHARS = 120  # of the marked text quoted beside a markup's note
+
+# --- decoded bytes: what MuPDF decodes to read the text (``budget``) ---------------
+# A hostile file compresses a gigabyte into a megabyte; MuPDF holds some streams whole
+# (a string token, a font file) and stopped only at the conversion's memory limit.
+# Decoded sizes are measured first, in bounded memory, and a file over one of these is
+# refused naming it. Images are not counted: text extraction does not decode them.
+MIB = 1024 * 1024
+# of content streams one page runs (its own, the forms and Type3 glyphs it draws, its
+# tiling patterns): a dense page holds ~100 KB, a detailed vector map a few MB; the
+# text pass's memory grows with it (~30 bytes per byte of one long string)
+MAX_PAGE_CONTENT_BYTES = 16 * MIB
+# of one stream held whole (a font file, a colour profile, a CMap): the largest
+# embedded fonts (complete CJK faces) are ~20-30 MB
+MAX_STREAM_BYTES = 64 * MIB
+# of every stream the pages reach, each counted once: the whole document's work
+MAX_DOCUMENT_DECODED_BYTES = 512 * MIB
+DECODE_CHUNK_BYTES = 1 * MIB  # a decompressed stream is measured this much at a time
