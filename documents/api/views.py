@@ -170,7 +170,7 @@ class FileContentView(APIView):
                 )
                 for media_type in ORIGINAL_MEDIA_TYPES
             },
-            **error_responses(404),
+            **error_responses(404, 409),
         },
         parameters=[
             OpenApiParameter(
