@@ -8,6 +8,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
+from core.errors import OUTAGE_RETRY_AFTER_SECONDS
+
 
 @csrf_exempt  # nothing to forge: any other method is 405
 @require_GET
@@ -18,5 +20,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except DatabaseError:
-        return JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
+        return JsonResponse(
+            {"status": "unavailable", "database": "unreachable"},
+            status=503,
+            headers={"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)},
+        )
     return JsonResponse({"status": "ok", "database": "ok"})

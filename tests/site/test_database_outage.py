@@ -66,7 +66,8 @@ def test_a_web_page_answers_a_503_page_with_retry_after(down: str, page: str) ->
 
 
 def test_healthz_agrees_and_what_needs_no_database_still_answers(down: str) -> None:
-    assert requests.get(f"{down}/healthz", timeout=30).status_code == 503
+    health = requests.get(f"{down}/healthz", timeout=30)
+    assert health.status_code == 503 and health.headers["Retry-After"] == "10"
     assert requests.get(f"{down}/v1/no-such-endpoint", timeout=30).status_code == 404
     assert requests.get(f"{down}/accounts/login/", timeout=30).status_code == 200
 

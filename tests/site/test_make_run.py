@@ -45,6 +45,15 @@ def test_it_runs_the_local_settings_with_debug_off_and_whitenoise() -> None:
 
 
 def test_it_collects_static_files_and_serves_with_gunicorn() -> None:
-    script = RUN.read_text()
-    assert "manage.py collectstatic --noinput" in script
-    assert "-m gunicorn" in script and "runserver" not in script
+    """run.sh hands over to the supervisor, whose plan collects the static files
+    before anything serves and serves with gunicorn, never runserver."""
+    from provenance_site.supervisor import plan
+
+    assert RUN.read_text().rstrip().endswith("-m provenance_site.supervisor")
+    options = plan.Options(
+        root=ROOT, var=ROOT / "var", port="8000", demo=True, database_url="", app_database_url=""
+    )
+    setup = [spec.argv[2:4] for spec in plan.setup_commands(options)]
+    assert ("collectstatic", "--noinput") in setup
+    assert plan.web(options).argv[1:3] == ("-m", "gunicorn")
+    assert "runserver" not in " ".join(plan.web(options).argv)
