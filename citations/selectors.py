@@ -80,8 +80,14 @@ def query_for_app(
 def quoted_sources_of(*, execution: QueryExecution) -> QuerySet[QuotedSource]:
     return (
         QuotedSource.objects.filter(query=execution)
-        .select_related("file", "chunk", "query")
-        .defer("chunk__embedding", "chunk__chunk_text")
+        .select_related("file", "chunk", "chunk__markdown", "query")
+        .defer(
+            "chunk__embedding",
+            "chunk__chunk_text",
+            "chunk__markdown__markdown",
+            "chunk__markdown__line_pages",
+            "chunk__markdown__front_matter",
+        )
         .prefetch_related(
             Prefetch("claims", queryset=ClaimCitation.objects.order_by("segment")),
             Prefetch("chunk__locations", queryset=Location.objects.order_by("ordinal")),

@@ -287,7 +287,7 @@ def quoted_source_output(source: QuotedSource, request: Request, *, member: bool
         "document": {
             "id": str(file.pk),
             "name": source.document_name,
-            "title": None,
+            "title": (source.chunk.markdown.metadata or {}).get("title") or None,
             "url": _content_url(request, file.pk),
             "public_link": False,
             "storage_name": file.storage_key if member else None,

@@ -19,6 +19,7 @@ from documents.ingestion.status import advance, file_fail, ready_on
 from documents.leases import Lease, LeaseLost, heartbeat, lease_claim
 from documents.models import DocumentMarkdown, File, FileStatus, SourceBoxes
 from documents.originals import OriginalAltered, original_bytes
+from documents.titles import document_title
 
 # the pipeline's one logger, whichever module of it writes
 logger = logging.getLogger("documents.ingestion")
@@ -144,7 +145,7 @@ def _markdown_store(
             "front_matter": conversion.front_matter,
             "body_start": conversion.body_start,
             "page_count": conversion.page_count,
-            "metadata": conversion.metadata,
+            "metadata": _with_title(conversion),
         },
     )
     spans = [
@@ -156,6 +157,13 @@ def _markdown_store(
     pages = conversion.page_count or 0
     advance(lease.rows(), to=FileStatus.CHUNKING, progress_done=pages, progress_total=pages)
     return True
+
+
+def _with_title(conversion: Conversion) -> dict:
+    """The converter's metadata with the document's title in it (its own, else the
+    first heading): what an answer's sources show as ``document.title``."""
+    title = document_title(conversion.metadata, conversion.markdown, conversion.body_start)
+    return {**conversion.metadata, "title": title} if title else dict(conversion.metadata)
 
 
 def draft_markdown(file_id: str, *, text: bool = True) -> DocumentMarkdown | None:
