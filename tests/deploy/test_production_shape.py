@@ -9,7 +9,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -22,6 +21,7 @@ from pytest_django import DjangoDbBlocker
 from audit.database_role import app_role_owned
 from tests import factories
 from tests.support.net import free_port
+from tests.support.web import wait_until_serving
 from tests.support.worker import ARTIFACTS, GUNICORN_COMMAND, ROOT, WorkerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -81,7 +81,7 @@ def stack(
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_until_serving(base, web, log_path)
+        wait_until_serving(base, web, log_path)
         yield base
     finally:
         web.terminate()
@@ -92,18 +92,6 @@ def stack(
             web.wait(10)
         finally:
             worker.stop()
-
-
-def _wait_until_serving(base: str, web: subprocess.Popen, log_path: Path) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        assert web.poll() is None, log_path.read_text()[-3000:]
-        try:
-            requests.get(f"{base}/accounts/login/", timeout=30)
-            return
-        except (requests.ConnectionError, requests.Timeout):
-            time.sleep(0.5)
-    raise AssertionError("gunicorn did not start")
 
 
 def _web_connections() -> int:

@@ -45,7 +45,7 @@ def gunicorn_serving(name: str, env: dict[str, str], *, workers: int = 2) -> Ite
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_until_serving(base, web, log_path)
+        wait_until_serving(base, web, log_path)
         yield base
     finally:
         web.terminate()
@@ -56,7 +56,7 @@ def gunicorn_serving(name: str, env: dict[str, str], *, workers: int = 2) -> Ite
             web.wait(10)
 
 
-def _wait_until_serving(base: str, web: subprocess.Popen, log_path: Path) -> None:
+def wait_until_serving(base: str, web: subprocess.Popen, log_path: Path) -> None:
     """Until the login page answers (it reads nothing from the database)."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
