@@ -41,10 +41,11 @@ from citations.models import (
     StepClaim,
     StepSourceAttribution,
 )
+from citations.presentation import Marker, answer_html
 from citations.reasoning.selectors import reasoning_page
 from citations.services.revalidation import query_validate
 from citations.validation import later_meaning
-from citations.web.rendering import Marker, answer_html, passage_html
+from citations.web.rendering import passage_html
 from citations.web.source_pages import (
     ViewerLinks,
     hit_page_context,

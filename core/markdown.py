@@ -219,3 +219,71 @@ def markdown_html(
 def token(index: int, end: int) -> str:
     """A replacement's sentinel, carrying where its span ends (stripped when placed)."""
     return f"{TOKEN_START}{index}{TOKEN_END}{end}"
+
+
+# Inline Markdown: a quoted sentence inside an answer or a table of claims is one
+# run of text, so only what stands within a line is rendered (links, emphasis, code,
+# escapes); a block's syntax ("# ", "- ", a table's pipes) is the caller's to read.
+_inline = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+_inline.enable(["strikethrough"])
+_inline.add_render_rule("image", _image_as_text)
+# every link is parsed, so one whose address may not be followed shows its text
+# (not its syntax); _readable_links then drops it
+_inline.validateLink = lambda url: True  # type: ignore[method-assign]
+
+
+def link_allowed(href: str) -> bool:
+    """Whether a page may link to ``href``: a web or mail address, nothing else (no
+    ``javascript:``, ``data:``, ``file:`` nor a path on this site)."""
+    scheme, colon, _ = href.strip().partition(":")
+    return bool(colon) and scheme.lower() in URL_SCHEMES
+
+
+def _inline_children(text: str) -> list:
+    """The inline tokens of ``text``, without the links a page may not follow."""
+    children, dropping = [], False
+    for block in _inline.parseInline(text):
+        for child in block.children or []:
+            if child.type == "link_open" and not link_allowed(str(child.attrGet("href") or "")):
+                dropping = True
+            elif child.type == "link_close" and dropping:
+                dropping = False
+            else:
+                children.append(child)
+    return children
+
+
+def inline_html(text: str) -> SafeString:
+    """``text`` rendered as one line of Markdown and sanitised: links (web and mail
+    addresses only; others show their text), emphasis, code, escapes removed."""
+    clean = _PRIVATE.sub("\ufffd", text)
+    block = _inline.parseInline(clean)[0] if clean else None
+    if block is None:
+        return mark_safe("")
+    block.children = _inline_children(clean)
+    html = _inline.renderer.render([block], _inline.options, {})
+    return mark_safe(sanitised(html))  # noqa: S308 - sanitised by nh3
+
+
+def inline_text(text: str, *, addresses: bool = False) -> str:
+    """``text`` read as one line of Markdown, as plain text: a link is its words
+    (``addresses``: followed by its address in parentheses), emphasis and escapes
+    are gone, code keeps its characters, an image is ``[image: description]``."""
+    parts: list[str] = []
+    link: tuple[int, str] | None = None  # where the open link's words start, its address
+    for child in _inline_children(_PRIVATE.sub("\ufffd", text)):
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" " if child.type == "softbreak" else "\n")
+        elif child.type == "image":
+            alt = "".join(c.content for c in child.children or [])
+            parts.append(f"[image: {alt}]" if alt else "[image]")
+        elif child.type == "link_open":
+            link = (len(parts), str(child.attrGet("href") or ""))
+        elif child.type == "link_close" and link is not None:
+            words = "".join(parts[link[0] :])
+            if addresses and link[1] not in (words, f"mailto:{words}"):
+                parts.append(f" ({link[1]})")
+            link = None
+    return "".join(parts)

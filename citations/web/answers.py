@@ -19,10 +19,11 @@ from citations.models import (
     RetrievalHit,
 )
 from citations.places import Place, quoted_places
+from citations.presentation import Marker, answer_html
 from citations.reasoning.selectors import ReasoningPage, reasoning_page
 from citations.services.writing import fallback_meaning
 from citations.threads.sources import marker_start
-from citations.web.rendering import Marker, answer_html, passage_html
+from citations.web.rendering import passage_html
 from citations.web.selectors import (
     DocumentState,
     document_states,

@@ -1,4 +1,5 @@
-"""Turning stored answers and Markdown into HTML-safe pieces for the templates.
+"""Turning stored passages and Markdown into HTML-safe pieces for the templates
+(answers: ``citations/presentation.py``).
 
 Everything the documents say is escaped; only the markup made here (links on
 ``[n]``, ``<mark>`` on cited spans) is trusted.
@@ -10,10 +11,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from django.utils.html import escape, format_html
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from core.markdown import Replacement, markdown_html
+from core.markdown import markdown_html
 
 Range = tuple[int, int]
 
@@ -102,37 +103,6 @@ def marked(
         cursor = end
     parts.append(escape(_shown(text, cursor, len(text), hidden)))
     return mark_safe("".join(parts))  # noqa: S308 - every piece of text is escaped above
-
-
-@dataclass(frozen=True)
-class Marker:
-    """``[quoted_as]`` right after ``answer[:at]``, linking to ``href``."""
-
-    at: int
-    quoted_as: str
-    href: str
-    label: str
-    preview: str = ""  # the id of the marker's preview (role=tooltip), if any
-
-
-def answer_html(answer: str, markers: Sequence[Marker]) -> SafeString:
-    """The answer as rendered Markdown, each claim's ``[n]`` marker a link to its
-    source (``aria-describedby`` names its preview when it has one)."""
-    replacements, cursor = [], 0
-    for marker in sorted(markers, key=lambda m: m.at):
-        token = f" [{marker.quoted_as}]"
-        if marker.at < cursor or not answer.startswith(token, marker.at):
-            continue  # not where the claim says: leave the text as it is
-        link = format_html(
-            ' <a class="ref" href="{}" aria-label="{}"{}>[{}]</a>',
-            marker.href,
-            marker.label,
-            format_html(' aria-describedby="{}"', marker.preview) if marker.preview else "",
-            marker.quoted_as,
-        )
-        replacements.append(Replacement(marker.at, marker.at + len(token), link))
-        cursor = marker.at + len(token)
-    return markdown_html(answer, replacements=replacements)
 
 
 def passage_html(text: str, ranges: Iterable[Range], *, base: int = 0) -> SafeString:

@@ -16,10 +16,10 @@ from django.utils.html import escape
 
 from citations.generators import ModelError
 from citations.models import QueryExecution
+from citations.presentation import Marker, answer_html
 from citations.services.questions import QueryRejected
 from citations.threads.errors import ThreadRejected
 from citations.web.answers import AnswerPage, answer_page
-from citations.web.rendering import Marker, answer_html
 from core.sse import sse
 
 SEARCHING = "Searching the documents…"

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 
 from citations.markers import quoted_text_neutralise
-from citations.web.rendering import Marker, answer_html
+from citations.presentation import Marker, answer_html
 from core.markdown import markdown_html
 
 HOSTILE = [

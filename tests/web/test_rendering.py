@@ -3,7 +3,8 @@ where the Markdown itself is shown."""
 
 from __future__ import annotations
 
-from citations.web.rendering import Marker, answer_html, marked, readable
+from citations.presentation import Marker, answer_html
+from citations.web.rendering import marked, readable
 
 
 def test_reading_drops_markdown_backslash_escapes_only() -> None:
