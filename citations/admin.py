@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString
 
 from audit.ledger import ledger_record_status
 from citations import exports
-from citations.admin_columns import latency_label
+from citations.admin_columns import answer_label, latency_label, quote_label
 from citations.markers import MARKER
 from citations.model_evidence import written_by
 from citations.models import (
@@ -187,7 +187,7 @@ class QueryExecutionAdmin(EvidenceAdmin):
 
     @admin.display(description="answer")
     def answer_short(self, obj: QueryExecution) -> str:
-        return obj.answer[:120]
+        return answer_label(obj.answer, 120)
 
     @admin.display(description="latency", ordering="latency_ms")
     def latency(self, obj: QueryExecution) -> str:
@@ -380,6 +380,14 @@ class AnswerPartAdmin(EvidenceAdmin):
     def answer_latency(self, obj: Any) -> str:
         return latency_label(obj.query.latency_ms)
 
+    @admin.display(description="answer says", ordering="reply_sentence")
+    def reply_shown(self, obj: Any) -> str:
+        return answer_label(obj.reply_sentence)
+
+    @admin.display(description="source says", ordering="source_sentence")
+    def source_shown(self, obj: Any) -> str:
+        return quote_label(obj.source_sentence)
+
 
 _ANSWER_TIME = ["answered_at", "answer_latency"]
 
@@ -404,7 +412,7 @@ class QuotedSourceAdmin(AnswerPartAdmin):
 @admin.register(ClaimCitation)
 class ClaimCitationAdmin(AnswerPartAdmin):
     ordering = ["-query__created_at", "segment"]
-    list_display = [*_ANSWER_TIME, "segment", "reply_sentence", "source_sentence", "query"]
+    list_display = [*_ANSWER_TIME, "segment", "reply_shown", "source_shown", "query"]
     list_select_related = ["query"]
     search_fields = ["reply_sentence", "source_sentence"]
 
@@ -454,7 +462,7 @@ class ClaimCheckAdmin(AnswerPartAdmin):
     """Every claim of a model's reply and why it is, or is not, supported."""
 
     ordering = ["-query__created_at", "model_call", "sentence"]
-    list_display = [*_ANSWER_TIME, "query", "sentence", "supported", "reason", "reply_sentence"]
+    list_display = [*_ANSWER_TIME, "query", "sentence", "supported", "reason", "reply_shown"]
     list_select_related = ["query"]
     list_filter = ["supported", "reason"]
     search_fields = ["reply_sentence", "quote", "=query__id"]
@@ -499,7 +507,7 @@ class StepSourceAttributionAdmin(AnswerPartAdmin):
 @admin.register(StepClaim)
 class StepClaimAdmin(AnswerPartAdmin):
     ordering = ["-query__created_at", "step", "segment"]
-    list_display = [*_ANSWER_TIME, "step", "segment", "reply_sentence", "source_sentence"]
+    list_display = [*_ANSWER_TIME, "step", "segment", "reply_shown", "source_shown"]
     list_select_related = ["step", "query"]
     search_fields = ["reply_sentence", "=query__id"]
 

@@ -15,6 +15,7 @@ from django.urls import reverse
 from citations.markers import quoted_text_neutralise
 from citations.models import ClaimCitation as StoredClaim
 from citations.models import QueryExecution, RetrievalHit
+from citations.presentation import answer_markdown as readable_markdown
 
 DEFAULT_EXCERPT_CHARS = 200
 
@@ -139,6 +140,11 @@ def _label(text: str) -> str:
     return quoted_text_neutralise(" ".join(text.split()))
 
 
+def _quote(text: str) -> str:
+    """A document's words in the report: neutralised, its web and mail links links."""
+    return readable_markdown(_label(text))
+
+
 def format_citations_markdown(record: CitationRecord, base_url: str | None = None) -> str:
     """The record as a Markdown section: the query, then each source with its links,
     category, score and excerpt (as a quote whose brackets cannot form links)."""
@@ -157,7 +163,7 @@ def format_citations_markdown(record: CitationRecord, base_url: str | None = Non
         chunk = f" ([chunk]({chunk_link}))" if chunk_link else ""
         lines.append(f"{number}. {title}{chunk} — {_label(hit.category)}, score {hit.score:.3f}")
         if hit.excerpt:
-            lines.append(f"   > {_label(hit.excerpt)}")
+            lines.append(f"   > {_quote(hit.excerpt)}")
     return "\n".join(lines) + "\n"
 
 
@@ -165,19 +171,21 @@ def format_claim_citations_markdown(
     text: str, claims: Sequence[ClaimCitation], base_url: str | None = None
 ) -> str:
     """``text`` with a footnote callout after each cited span, and the footnotes: the
-    document (linked) and the words it says."""
+    document (linked) and the words it says; quoted web and mail links are links."""
     ends: dict[int, list[int]] = {}
     for number, claim in enumerate(claims, start=1):
         ends.setdefault(claim.response_span[1], []).append(number)
-    body = text
-    for end in sorted(ends, reverse=True):
-        body = body[:end] + "".join(f"[^{n}]" for n in ends[end]) + body[end:]
+    pieces, cursor = [], 0  # the answer's links restored piece by piece: offsets hold
+    for end in sorted(ends):
+        pieces += [readable_markdown(text[cursor:end]), "".join(f"[^{n}]" for n in ends[end])]
+        cursor = end
+    body = "".join([*pieces, readable_markdown(text[cursor:])])
     notes = []
     for number, claim in enumerate(claims, start=1):
         link = _link(claim.url, base_url)
         title = _label(claim.document_title)
         named = f"[{title}]({link})" if link else title
-        notes.append(f'[^{number}]: {named} — "{_label(claim.cited_text)}"')
+        notes.append(f'[^{number}]: {named} — "{_quote(claim.cited_text)}"')
     return body + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
 
 

@@ -8,16 +8,28 @@ from typing import cast
 
 from django.contrib import admin
 
-from citations.admin_columns import elapsed_label
-from citations.models import ConversationDeletion, Message, Run, Thread
+from citations.admin_columns import answer_label, elapsed_label
+from citations.models import ConversationDeletion, Message, MessageRole, Run, Thread
 from core.admin_scoping import EvidenceAdmin, ReadOnlyInline
+
+
+def message_text(message: Message) -> str:
+    """A turn as people read it: an assistant's answer without its quotes' Markdown
+    (citations/presentation.py), anyone else's words as written."""
+    if message.role == MessageRole.ASSISTANT:
+        return answer_label(message.content)
+    return message.content
 
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ["created_at", "role", "content", "run", "query", "deleted_at", "deleted_by"]
+    fields = ["created_at", "role", "text", "run", "query", "deleted_at", "deleted_by"]
     readonly_fields = cast("list[str]", fields)  # the stubs widen fields to groups
     ordering = ["created_at", "id"]
+
+    @admin.display(description="content")
+    def text(self, obj: Message) -> str:
+        return message_text(obj)
 
 
 class RunInline(ReadOnlyInline):
@@ -57,12 +69,16 @@ class RunAdmin(EvidenceAdmin):
 @admin.register(Message)
 class MessageAdmin(EvidenceAdmin):
     organization_path = "thread__organization"
-    list_display = ["created_at", "thread", "role", "content", "run", "query"]
+    list_display = ["created_at", "thread", "role", "text", "run", "query"]
     ordering = ["-created_at"]
     list_filter = ["role"]
     list_select_related = ["thread", "run", "query"]
     search_fields = ["content", "=thread__id", "=query__id"]
     date_hierarchy = "created_at"
+
+    @admin.display(description="content", ordering="content")
+    def text(self, obj: Message) -> str:
+        return message_text(obj)
 
 
 @admin.register(ConversationDeletion)

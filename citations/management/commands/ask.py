@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from citations.exports import quoted_source_record
 from citations.generators import ModelError
 from citations.models import App, QueryExecution, QuotedSource
+from citations.presentation import answer_text
 from citations.records import answer_markdown
 from citations.selectors import claims_of, quoted_sources_of
 from citations.services.execution import query_execute
@@ -54,7 +55,8 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(_as_json(execution, sources), indent=2, default=str))
             return
-        self.stdout.write(execution.answer + "\n")
+        # plain text: no Markdown syntax nor escapes (--json keeps the exact answer)
+        self.stdout.write(answer_text(execution.answer, addresses=True) + "\n")
         for source in sources:
             page = f"p. {source.page_start}" if source.page_start else "no page"
             if source.page_end and source.page_end != source.page_start:
