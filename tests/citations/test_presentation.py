@@ -137,10 +137,7 @@ def test_hostile_quoted_text_stays_inert(hostile: str) -> None:
     composition = _composed(hostile, "A second sentence.", sentences=True)
     html = str(answer_html(composition.answer, _markers(composition)))
     assert not re.search(r"<(?!/?(p|a|strong|em|code|span)\b)", html), html
-    assert (
-        not re.search(r"(javascript|data|file):", html, re.IGNORECASE)
-        or "href" not in (html.split('<a class="ref"')[0])
-    ), html
+    assert not re.search(r"(javascript|data|file):", html, re.IGNORECASE), html
     links = re.findall(r'<a [^>]*href="([^"]*)"', html)
     assert links == ["/s/1", "/s/2"], links  # the markers' links, no other
     assert "\ue000" not in html and "\ue002" not in html
