@@ -47,6 +47,14 @@ ALLOWED_ATTRIBUTES = {
 URL_SCHEMES = {"http", "https", "mailto"}
 _ALIGN = re.compile(r"^text-align:(left|right|center)$")
 
+
+def link_allowed(href: str) -> bool:
+    """Whether a page may link to ``href``: a web or mail address, nothing else (no
+    ``javascript:``, ``data:``, ``file:`` nor a path on this site)."""
+    scheme, colon, _ = href.strip().partition(":")
+    return bool(colon) and scheme.lower() in URL_SCHEMES
+
+
 _renderer = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _renderer.enable(["table", "strikethrough"])
 
@@ -59,6 +67,27 @@ def _image_as_text(renderer: object, tokens: list, index: int, options: object, 
 
 
 _renderer.add_render_rule("image", _image_as_text)
+# every link is parsed, so one whose address may not be followed shows its words
+# (not its syntax); _link_open and _link_close then leave its markup out
+_renderer.validateLink = lambda url: True  # type: ignore[method-assign]
+
+
+def _link_open(renderer: Any, tokens: list, index: int, options: object, env: object) -> str:
+    if link_allowed(str(tokens[index].attrGet("href") or "")):
+        return str(renderer.renderToken(tokens, index, options, env))
+    close = next(t for t in tokens[index:] if t.type == "link_close")  # links never nest
+    close.meta = {**(close.meta or {}), "dropped": True}
+    return ""
+
+
+def _link_close(renderer: Any, tokens: list, index: int, options: object, env: object) -> str:
+    if (tokens[index].meta or {}).get("dropped"):
+        return ""
+    return str(renderer.renderToken(tokens, index, options, env))
+
+
+_renderer.add_render_rule("link_open", _link_open)
+_renderer.add_render_rule("link_close", _link_close)
 
 # a document's headings sit under the page's own (h1 page, h2 panel, h3 part): they
 # start at h4, so the page's outline stays the page's
@@ -227,16 +256,8 @@ def token(index: int, end: int) -> str:
 _inline = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _inline.enable(["strikethrough"])
 _inline.add_render_rule("image", _image_as_text)
-# every link is parsed, so one whose address may not be followed shows its text
-# (not its syntax); _readable_links then drops it
+# as for blocks, every link is parsed; _inline_children drops those not allowed
 _inline.validateLink = lambda url: True  # type: ignore[method-assign]
-
-
-def link_allowed(href: str) -> bool:
-    """Whether a page may link to ``href``: a web or mail address, nothing else (no
-    ``javascript:``, ``data:``, ``file:`` nor a path on this site)."""
-    scheme, colon, _ = href.strip().partition(":")
-    return bool(colon) and scheme.lower() in URL_SCHEMES
 
 
 def _inline_children(text: str) -> list:

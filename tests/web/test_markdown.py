@@ -56,6 +56,14 @@ def test_hostile_markdown_renders_inert(hostile: str) -> None:
         assert not href or href.startswith(("http://", "https://", "mailto:")), href
 
 
+def test_a_link_that_may_not_be_followed_shows_its_words_not_its_syntax() -> None:
+    """Issue 55: readers see "support", neither a link nor "[support](javascript:…)"."""
+    text = "Ask [support](javascript:alert(1)), [a page](notes.html) or [us](https://a.example)."
+    html = str(markdown_html(text))
+    assert html.startswith('<p>Ask support, a page or <a href="https://a.example"')
+    assert "](" not in html and "javascript" not in html
+
+
 def test_raw_html_is_shown_as_the_document_wrote_it() -> None:
     html = markdown_html("Use <b>bold</b> & <script>x()</script>")
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;x()&lt;/script&gt;" in html
