@@ -127,6 +127,8 @@ def stream_message(
         raise ReplyTimeout(which, getattr(timeouts, which)) from exc
     except httpx2.HTTPError as exc:
         raise BadBody(f"the stream broke off: {exc}") from exc
+    if not any(line.startswith("data:") for line in received):
+        return _whole(received), "\n".join(received), None  # a server that ignored stream
     if gathered.message is None or not gathered.ended:
         raise BadBody("the stream ended before message_stop")
     try:
@@ -135,6 +137,14 @@ def stream_message(
         raise BadBody(f"the streamed message is not a message: {exc}") from exc
     first = gathered.first_token_at
     return message, "\n".join(received), (first - started) * 1000 if first is not None else None
+
+
+def _whole(received: list[str]) -> anthropic.types.Message:
+    """A reply sent as one ``message`` body instead of a stream."""
+    try:
+        return anthropic.types.Message.model_validate_json("\n".join(received))
+    except ValueError as exc:
+        raise BadBody(f"the body is neither a message nor its event stream: {exc}") from exc
 
 
 def block_of(block: dict[str, Any]) -> Any:

@@ -18,9 +18,14 @@ passes it along.
 from __future__ import annotations
 
 import contextvars
+import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from citations.generators import Claim, ClaimCheck
 from citations.generators.verify import claims_of
@@ -44,6 +49,7 @@ class Restart:
 
 
 LiveEvent = LiveSentence | Restart
+T = TypeVar("T")
 Listener = Callable[[LiveEvent], None]
 
 _LISTENER: contextvars.ContextVar[Listener | None] = contextvars.ContextVar(
@@ -134,3 +140,45 @@ class SentenceFeed:
 
 def listening() -> bool:
     return _LISTENER.get() is not None
+
+
+@dataclass(frozen=True)
+class Finished(Generic[T]):
+    """The answer made while its sentences were reported."""
+
+    value: T
+
+
+def live_events(call: Callable[[], T]) -> Iterator[LiveEvent | Finished[T]]:
+    """Runs ``call`` (which answers a question) on a thread of its own and yields the
+    verified sentences reported meanwhile, then :class:`Finished` with what it returned
+    (what it raised is raised here). The thread uses this thread's database connection,
+    one at a time (this one only waits), so the answer is made in the same transaction
+    as without a stream; a caller that stops reading still waits for the answer."""
+    events: queue.SimpleQueue[LiveEvent | None] = queue.SimpleQueue()
+    connection = connections[DEFAULT_DB_ALIAS]
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        connections[DEFAULT_DB_ALIAS] = connection
+        try:
+            with live_listen(events.put):
+                outcome.append(call())
+        except BaseException as exc:  # raised again in the caller's thread
+            failure.append(exc)
+        finally:
+            events.put(None)
+
+    connection.inc_thread_sharing()
+    worker = threading.Thread(target=work, name="live-answer", daemon=True)
+    worker.start()
+    try:
+        while (event := events.get()) is not None:
+            yield event
+    finally:
+        worker.join()
+        connection.dec_thread_sharing()
+    if failure:
+        raise failure[0]
+    yield Finished(outcome[0])

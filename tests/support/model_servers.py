@@ -31,6 +31,10 @@ class Reply:
     # the length the headers announce, when the body sent is cut short of it (a
     # stream that breaks off mid-way)
     announced: int | None = None
+    # (n, gate): an event stream stops after its first n events until ``gate`` is set
+    # (or 10 s pass); the server records whether it was set, so a test can tell that
+    # the application acted on those events before the rest of the reply existed
+    hold: tuple[int, threading.Event] | None = None
 
 
 Script = Callable[[dict[str, Any]], Reply]
@@ -45,6 +49,8 @@ class Server:
     # a request that asks for ``stream`` gets its completion as an event stream of
     # chunks, as OpenAI sends it; False: the server ignores ``stream`` (some do)
     streams: bool = True
+    # for each held reply, whether its gate was set (not the 10 s that pass otherwise)
+    released: list[bool] = field(default_factory=list)
 
     def script(self, *replies: Script) -> None:
         """Replies in order; the last one repeats."""
@@ -87,7 +93,10 @@ def _handler(
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                for piece in _pieces(data) if kind == "text/event-stream" else [data]:
+                pieces = _pieces(data) if kind == "text/event-stream" else [data]
+                for number, piece in enumerate(pieces):
+                    if reply.hold is not None and number == reply.hold[0]:
+                        server.released.append(reply.hold[1].wait(10))
                     self.wfile.write(piece)
                     self.wfile.flush()  # each event as it is "generated"
             except (BrokenPipeError, ConnectionResetError):  # the client timed out
@@ -114,18 +123,20 @@ def _message(reply: Reply) -> bool:
     return reply.status == 200 and isinstance(body, dict) and body.get("type") == "message"
 
 
-def sse_of(completion: dict[str, Any], pieces: int = 3) -> bytes:
+def sse_of(completion: dict[str, Any], pieces: int = 3, cuts: list[int] | None = None) -> bytes:
     """A completion as the event stream of ``chat.completion.chunk`` objects OpenAI sends
-    for ``stream: true``: the content in pieces, the finish reason, then ``[DONE]``."""
+    for ``stream: true``: the content in pieces (or cut at ``cuts``), the finish reason,
+    then ``[DONE]``."""
     choice = completion["choices"][0]
     content = choice["message"].get("content") or ""
     size = max(1, -(-len(content) // pieces))
+    bounds = [0, *(cuts or range(size, len(content), size)), len(content)]
     base = {k: completion[k] for k in ("id", "created", "model")} | {
         "object": "chat.completion.chunk"
     }
     chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
-    for start in range(0, len(content), size):
-        delta = {"content": content[start : start + size]}
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        delta = {"content": content[start:end]}
         chunks.append({**base, "choices": [{"index": 0, "delta": delta}]})
     if choice["message"].get("refusal"):
         delta = {"refusal": choice["message"]["refusal"]}
