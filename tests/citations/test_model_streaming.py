@@ -77,7 +77,7 @@ def _claims(execution: QueryExecution) -> list[tuple[str, int, int, str]]:
 def test_sentences_are_reported_as_they_verify_and_the_answer_is_the_unstreamed_one(
     llm_library: llm_support.Library, openai_server: ms.Server
 ) -> None:
-    gate, events = threading.Event(), []
+    gate, events = threading.Event(), list[LiveEvent]()
     openai_server.script(lambda r: _held(_two_claims(r), r, gate))
     app = llm_library.app("openai")
     with live_listen(_record(events, gate)):
@@ -105,7 +105,7 @@ def test_sentences_are_reported_as_they_verify_and_the_answer_is_the_unstreamed_
 def test_a_reply_that_fails_a_check_is_retried_and_its_unverified_sentence_never_shown(
     llm_library: llm_support.Library, openai_server: ms.Server
 ) -> None:
-    gate, events = threading.Event(), []
+    gate, events = threading.Event(), list[LiveEvent]()
     invented = "Visitors may watch the recordings"
     openai_server.script(
         lambda r: _held(_two_claims(r, second_quote=invented), r, gate),
@@ -160,7 +160,7 @@ def _claude(request: dict[str, Any]) -> ms.Reply:
 def test_anthropic_messages_stream_reports_each_cited_block_and_keeps_cited_text(
     llm_library: llm_support.Library, anthropic_server: ms.Server
 ) -> None:
-    gate, events = threading.Event(), []
+    gate, events = threading.Event(), list[LiveEvent]()
 
     def held(request: dict[str, Any]) -> ms.Reply:
         stream = ms.message_events(_claude(request).body)
@@ -250,4 +250,3 @@ def test_the_page_streams_verified_sentences_as_they_arrive_and_resets_on_a_retr
     assert not any(INVENTED[:20] in data.get("html", "") for _, data in events)
     execution = QueryExecution.objects.get(pk=events[-1][1]["query_id"])
     assert execution.answer.startswith(f"{CAMERAS[0]} [1] {CONTRACTS[0]} [")
-
