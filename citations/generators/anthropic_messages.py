@@ -20,6 +20,7 @@ from django.conf import settings
 
 from citations.generators import SUPPORTED, ClaimCheck, ModelError, Passage
 from citations.generators.alignment import exact_span
+from citations.generators.anthropic_stream import block_of, stream_message
 from citations.generators.llm import (
     FIX_REQUEST,
     Attempt,
@@ -28,10 +29,10 @@ from citations.generators.llm import (
     api_key,
     call_evidence,
     model_reply,
-    raw_reply,
     send,
     timeouts_for,
 )
+from citations.generators.openai_request import BadBody, ReplyTimeout, timeout_error
 from citations.generators.verify import checks_scored, issued_code, sentence_clean
 
 RULES = (
@@ -142,21 +143,27 @@ def citation_check(
     )
 
 
+def block_checks(block: Any, sentence: int, passages: Sequence[Passage]) -> list[ClaimCheck]:
+    """The unscored checks of one block of the reply as sentence ``sentence``: one per
+    citation of a text block; none for glue or a block that is not text."""
+    reply = sentence_clean(getattr(block, "text", "")) if block.type == "text" else ""
+    if not reply:
+        return []
+    citations = block.citations or []
+    if not citations and len(reply.split()) < GLUE_WORDS:
+        return []
+    if not citations:
+        return [ClaimCheck(sentence, reply, "no_citation", citation_type="none")]
+    return [citation_check(sentence, reply, c, passages) for c in citations]
+
+
 def reply_checks(message: Any, passages: Sequence[Passage]) -> list[ClaimCheck]:
     """One check per citation of each text block; a block of more than glue that cites
     nothing is an unsupported sentence."""
-    checks, sentence = [], 0
+    checks: list[ClaimCheck] = []
     for block in message.content:
-        reply = sentence_clean(getattr(block, "text", "")) if block.type == "text" else ""
-        if not reply:
-            continue
-        citations = block.citations or []
-        if not citations and len(reply.split()) < GLUE_WORDS:
-            continue
-        if not citations:
-            checks.append(ClaimCheck(sentence, reply, "no_citation", citation_type="none"))
-        checks += [citation_check(sentence, reply, c, passages) for c in citations]
-        sentence += 1
+        found = block_checks(block, len({c.sentence for c in checks}), passages)
+        checks += found
     return checks_scored(checks, passages)
 
 
@@ -215,37 +222,59 @@ class AnthropicGenerator(TwoAttempts):
             "anthropic", self.app.model, str(client.base_url), self.key_name, self.timeouts.total
         )
         request = self._request(messages)
+        feed, sentences = self.feed(number), [0]
+
+        def on_block(block: dict[str, Any]) -> None:
+            typed = block_of(block)
+            checks = block_checks(typed, sentences[0], passages) if typed is not None else []
+            if checks:
+                sentences[0] += 1
+                feed.add(checks_scored(checks, passages))
+
+        def request_reply() -> tuple[Any, str]:
+            sentences[0] = 0
+            with client.messages.with_streaming_response.create(
+                **request, stream=True, timeout=self.timeouts.httpx_timeout(streamed=True)
+            ) as response:
+                streamed = stream_message(
+                    response.iter_lines(),
+                    timeouts=self.timeouts,
+                    started=time.monotonic(),
+                    clock=time.monotonic,
+                    on_block=on_block,
+                )
+            return streamed[::2], streamed[1]
+
         started = time.perf_counter()
         try:
-            sent = send(
-                lambda: raw_reply(client.messages.with_raw_response.create(**request)),
-                sdk=anthropic,
-                where=where,
-            )
-        except ModelError as error:  # its call is evidence when the app falls back
+            sent = send(request_reply, sdk=anthropic, where=where)
+        except (ModelError, ReplyTimeout, BadBody) as exc:  # evidence when the app falls back
+            error = _error(exc, where)
             elapsed = (time.perf_counter() - started) * 1000
             error.calls = [
                 call_evidence(
                     error,
                     attempt=number,
                     where=where,
-                    prompt=request,
+                    prompt={**request, "stream": True},
                     codes=codes,
                     latency_ms=elapsed,
+                    wire={"streamed": True},
                 )
             ]
-            raise
-        message = sent.parsed
+            raise error from exc
+        message, first_token_ms = sent.parsed
         call = model_reply(
             sent,
             attempt=number,
             where=where,
-            prompt=request,
+            prompt={**request, "stream": True},
             response_id=message.id,
             response_model=message.model,
             finish_reason=message.stop_reason or "",
             usage=(message.usage.input_tokens, message.usage.output_tokens),
             codes=codes,
+            wire={"streamed": True, "first_token_ms": first_token_ms},
         )
         if message.stop_reason == "refusal":
             refused = ModelError(
@@ -258,3 +287,12 @@ class AnthropicGenerator(TwoAttempts):
         if not text.strip():
             return Attempt(call, text, None, ("empty_reply",))
         return Attempt(call, text, reply_checks(message, passages))
+
+
+def _error(exc: Exception, where: Where) -> ModelError:
+    if isinstance(exc, ModelError):
+        return exc
+    at = f"anthropic at {where.base_url}"
+    if isinstance(exc, ReplyTimeout):
+        return timeout_error(exc, at)
+    return ModelError(f"{at} sent a reply that is not a message: {exc}", code="model_bad_response")

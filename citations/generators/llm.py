@@ -19,6 +19,7 @@ import httpx2
 from django.conf import settings
 
 from citations.generators import ClaimCheck, Generation, ModelError, ModelReply
+from citations.generators.live import SentenceFeed, live_kept, live_restart
 from provenance_site.env import env_str
 
 
@@ -338,11 +339,23 @@ class TwoAttempts:
     def answer(
         self, *, question: str, passages: Any, instructions: str | None = None
     ) -> Generation:
+        """The verified answer; a live listener (:mod:`citations.generators.live`) is shown
+        its sentences as they verify, and told to restart when another reply is kept or
+        the model fails (the app may then fall back)."""
+        try:
+            return self._answer(question, passages, instructions)
+        except ModelError:
+            live_restart("model_error")
+            raise
+
+    def _answer(self, question: str, passages: Any, instructions: str | None) -> Generation:
         messages = self.first_messages(question, passages, instructions)
         first = self.attempt(messages, passages, 1, ())
         to_fix = first.to_fix(self.not_retried)
         if first.checks is not None and not to_fix:
+            live_kept(1, first.checks)
             return _generation(first, [first])
+        live_restart("retry")
         retry = self.retry_messages(messages, first, to_fix)
         try:
             second = self.attempt(retry, passages, 2, tuple(to_fix))
@@ -351,6 +364,7 @@ class TwoAttempts:
                 exc.calls = [first.call, *exc.calls]
                 raise
             # the retry failed on the wire: the first reply, read and verified, stands
+            live_kept(1, first.checks)
             return replace(_generation(first, [first]), calls=[first.call, *exc.calls])
         self.attempts_read(first, second)
         kept = second if second.checks is not None else first
@@ -358,7 +372,12 @@ class TwoAttempts:
             error = _unreadable(second)
             error.calls = [first.call, second.call]
             raise error
+        live_kept(1 if kept is first else 2, kept.checks)
         return _generation(kept, [first, second])
+
+    def feed(self, number: int) -> SentenceFeed:
+        """What shows the sentences of reply ``number`` as they verify."""
+        return SentenceFeed(number, last=number > 1, ignored=self.not_retried)
 
     def attempts_read(self, first: Attempt, second: Attempt) -> None:
         """What a generator learns from a retry (the OpenAI one: which contract works)."""

@@ -12,7 +12,7 @@ cannot keep it, the flat one (:mod:`citations.generators.openai_contracts`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,6 +20,7 @@ import openai
 from django.conf import settings
 
 from citations.generators import ModelError
+from citations.generators.live import listening
 from citations.generators.llm import (
     FIX_REQUEST,
     Attempt,
@@ -34,6 +35,7 @@ from citations.generators.llm import (
     timeouts_for,
 )
 from citations.generators.openai_contracts import (
+    ReplyWatcher,
     contract_checks,
     contract_messages,
     contract_read,
@@ -152,7 +154,7 @@ class OpenAIChatGenerator(TwoAttempts):
         return request
 
     def _send(
-        self, client: openai.OpenAI, build: Any, where: Where
+        self, client: openai.OpenAI, build: Any, where: Where, on_text: Any = None
     ) -> tuple[Any, dict[str, Any], Wire, bool]:
         """The request under the strongest wire this server takes, stepping down (and
         remembering) on each refusal; each step weakens one parameter, so this ends."""
@@ -161,7 +163,7 @@ class OpenAIChatGenerator(TwoAttempts):
             request = build(wire)
 
             def call(request: dict[str, Any] = request) -> tuple[Completion, str]:
-                completion = completion_request(client, request, self.timeouts)
+                completion = completion_request(client, request, self.timeouts, on_text=on_text)
                 return completion, completion.raw_text
 
             def refused(exc: Exception, wire: Wire = wire) -> Wire | None:
@@ -184,9 +186,10 @@ class OpenAIChatGenerator(TwoAttempts):
         number: int,
         codes: tuple[str, ...] = (),
         max_tokens: int | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> tuple[Any, str]:
         """One request and its reply's text, with the call as evidence (a failure carries
-        its call on the :class:`ModelError`)."""
+        its call on the :class:`ModelError`); ``on_text`` sees a streamed reply grow."""
         client = self._client()
         where = Where(
             "openai", self.app.model, str(client.base_url), self.key_name, self.timeouts.total
@@ -198,7 +201,7 @@ class OpenAIChatGenerator(TwoAttempts):
 
         started = time.perf_counter()
         try:
-            sent, request, wire, remembered = self._send(client, build, where)
+            sent, request, wire, remembered = self._send(client, build, where, on_text)
         except (ModelError, ReplyTimeout, BadBody) as exc:
             error = self._error(exc, where)
             wire, remembered = WIRES.recall(where.base_url, self.app.model)
@@ -245,8 +248,13 @@ class OpenAIChatGenerator(TwoAttempts):
 
     def attempt(self, messages: Any, passages: Any, number: int, codes: tuple[str, ...]) -> Attempt:
         conversation: Conversation = messages
+        watcher = ReplyWatcher(conversation.contract, passages, self.feed(number))
         call, content = self.exchange(
-            conversation.messages, contract=conversation.contract, number=number, codes=codes
+            conversation.messages,
+            contract=conversation.contract,
+            number=number,
+            codes=codes,
+            on_text=watcher if listening() else None,
         )
         return self._read(call, content, passages, conversation.contract, number)
 

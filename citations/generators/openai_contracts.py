@@ -320,24 +320,141 @@ def _flat_check(
     return _located(base, passage, base["quote"])
 
 
+def _sentence_checks(
+    number: int,
+    item: Mapping[str, Any],
+    data: dict,
+    passages: Sequence[Passage],
+    *,
+    contract: str,
+    by_snippet: dict,
+) -> list[ClaimCheck]:
+    """The checks of one sentence of the reply, before scoring (none for an empty one)."""
+    reply = sentence_clean(item.get("text"))
+    if not reply:
+        return []
+    if contract == "flat":
+        return [_flat_check(number, reply, item, passages, by_snippet)]
+    refs = item.get("citations") or []
+    if not refs:
+        return [ClaimCheck(number, reply, "no_citation", citation_type="json_contract")]
+    return [_nested_check(number, reply, ref, data, by_snippet) for ref in refs]
+
+
+def _by_snippet(passages: Sequence[Passage]) -> dict[str, Passage]:
+    return {str((p.payload or {}).get("snippet_id")): p for p in passages}
+
+
 def contract_checks(
     data: dict, passages: Sequence[Passage], *, contract: str = "nested", late: bool = False
 ) -> list[ClaimCheck]:
     """One check per (sentence, citation) of the reply, and per sentence citing nothing."""
-    by_snippet = {str((p.payload or {}).get("snippet_id")): p for p in passages}
+    by_snippet = _by_snippet(passages)
     checks = []
     for number, item in enumerate(data["answer"][:MAX_REPLY_SENTENCES]):
-        reply = sentence_clean(item.get("text"))
-        if not reply:
-            continue
-        if contract == "flat":
-            checks.append(_flat_check(number, reply, item, passages, by_snippet))
-            continue
-        refs = item.get("citations") or []
-        if not refs:
-            checks.append(ClaimCheck(number, reply, "no_citation", citation_type="json_contract"))
-        checks += [_nested_check(number, reply, ref, data, by_snippet) for ref in refs]
+        checks += _sentence_checks(
+            number, item, data, passages, contract=contract, by_snippet=by_snippet
+        )
     scored = checks_scored(checks, passages)
     if late:  # cite first, or the citations do not count
         return [replace(c, reason="citations_after_answer") if c.supported else c for c in scored]
     return scored
+
+
+_ANSWER_KEY = re.compile(r'"answer"\s*:\s*\[')
+_CITATIONS_KEY = re.compile(r'"citations"\s*:\s*(?=\[)')
+_DECODER = json.JSONDecoder()
+
+
+class ReplyWatcher:
+    """Reads a reply as it streams in and hands each complete sentence's scored checks
+    to ``feed``, checked exactly as :func:`contract_checks` checks the whole reply.
+
+    Only a reply that keeps the contract's order is read early: in the nested form the
+    ``citations`` list must be complete before ``answer`` starts (a reply that explains
+    first has its citations refused anyway). Whatever this reads, the stored answer is
+    made from the whole reply."""
+
+    def __init__(self, contract: str, passages: Sequence[Passage], feed: Any) -> None:
+        self.contract, self.passages, self.feed = contract, passages, feed
+        self.by_snippet = _by_snippet(passages)
+        self.data: dict[str, Any] = {}
+        self.cursor: int | None = None  # where the next sentence object may start
+        self.number = 0
+        self.read = 0  # characters of the reply seen
+
+    def __call__(self, content: str) -> None:
+        fresh, self.read = content[self.read :], len(content)
+        if self.feed.stopped or "}" not in fresh:  # no object can have ended
+            return
+        if len(content) > MAX_REPLY_CHARS:
+            self.feed.stop()
+            return
+        if self.cursor is None and not self._start(content):
+            return
+        while not self.feed.stopped:
+            item = self._next(content)
+            if item is None:
+                return
+            self._sentence(item)
+
+    def _start(self, content: str) -> bool:
+        answer = _ANSWER_KEY.search(content)
+        if answer is None:
+            return False
+        if self.contract == "nested":
+            cited = _CITATIONS_KEY.search(content, 0, answer.start())
+            try:
+                citations = _DECODER.raw_decode(content, cited.end())[0] if cited else None
+            except ValueError:
+                citations = None
+            if not isinstance(citations, list) or not all(
+                isinstance(c, Mapping) for c in citations
+            ):
+                self.feed.stop()
+                return False
+            self.data = {"citations": citations}
+        self.cursor = answer.end()
+        return True
+
+    def _next(self, content: str) -> Any:
+        """The next complete sentence object, or None (not complete yet, or the end)."""
+        assert self.cursor is not None
+        at = _skip_space(content, self.cursor)
+        if at < len(content) and content[at] == ",":
+            at = _skip_space(content, at + 1)
+        if at >= len(content):
+            return None
+        if content[at] == "]":
+            self.feed.stop()
+            return None
+        try:
+            item, end = _DECODER.raw_decode(content, at)
+        except ValueError:
+            return None
+        self.cursor = end
+        return item
+
+    def _sentence(self, item: Any) -> None:
+        number = self.number
+        self.number += 1
+        cited = isinstance(item, Mapping) and isinstance(item.get("citations", []), list)
+        if not cited or number >= MAX_REPLY_SENTENCES:
+            self.feed.stop()  # the whole reply is read, or not, as it ends
+            return
+        checks = _sentence_checks(
+            number,
+            item,
+            self.data,
+            self.passages,
+            contract=self.contract,
+            by_snippet=self.by_snippet,
+        )
+        if checks:
+            self.feed.add(checks_scored(checks, self.passages))
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at].isspace():
+        at += 1
+    return at

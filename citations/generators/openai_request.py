@@ -136,10 +136,16 @@ def _event(line: str, chunks: _Chunks) -> bool:
 
 
 def stream_read(
-    lines: Iterator[str], *, timeouts: Timeouts, started: float, clock: Callable[[], float]
+    lines: Iterator[str],
+    *,
+    timeouts: Timeouts,
+    started: float,
+    clock: Callable[[], float],
+    on_text: Callable[[str], None] | None = None,
 ) -> Completion:
     """An event stream of ``chat.completion.chunk`` objects, or one JSON body sent
-    instead, read under the first-token and total limits."""
+    instead, read under the first-token and total limits; ``on_text`` is given the
+    reply's text so far each time it grows (to show verified sentences early)."""
     received: list[str] = []
     chunks = _Chunks()
     try:
@@ -150,8 +156,11 @@ def stream_read(
                 raise ReplyTimeout("total", timeouts.total)
             if chunks.first_token_at is None and chunks.now - started > timeouts.first_token:
                 raise ReplyTimeout("first_token", timeouts.first_token)
+            before = len(chunks.content)
             if _event(line, chunks):
                 break
+            if on_text is not None and len(chunks.content) > before:
+                on_text(chunks.content)
     except httpx2.TimeoutException as exc:
         which = "first_token" if chunks.first_token_at is None else "total"
         raise ReplyTimeout(which, getattr(timeouts, which)) from exc
@@ -180,8 +189,10 @@ def completion_request(
     request: dict[str, Any],
     timeouts: Timeouts,
     clock: Callable[[], float] = time.monotonic,
+    on_text: Callable[[str], None] | None = None,
 ) -> Completion:
-    """Sends ``request`` (streamed when it says ``stream``); the SDK's errors pass up."""
+    """Sends ``request`` (streamed when it says ``stream``; ``on_text`` sees the reply
+    grow); the SDK's errors pass up."""
     create = client.chat.completions
     started = clock()
     if request.get("stream"):
@@ -189,7 +200,11 @@ def completion_request(
             **request, timeout=timeouts.httpx_timeout(streamed=True)
         ) as response:
             return stream_read(
-                response.iter_lines(), timeouts=timeouts, started=started, clock=clock
+                response.iter_lines(),
+                timeouts=timeouts,
+                started=started,
+                clock=clock,
+                on_text=on_text,
             )
     raw = create.with_raw_response.create(**request, timeout=timeouts.httpx_timeout(streamed=False))
     return completion_of(raw.http_response.text)

@@ -26,6 +26,15 @@ class Reply:
     body: Any  # a dict (sent as JSON) or bytes
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # bytes sent as this content type (an event stream written by the test)
+    kind: str = ""
+    # the length the headers announce, when the body sent is cut short of it (a
+    # stream that breaks off mid-way)
+    announced: int | None = None
+    # (n, gate): an event stream stops after its first n events until ``gate`` is set
+    # (or 10 s pass); the server records whether it was set, so a test can tell that
+    # the application acted on those events before the rest of the reply existed
+    hold: tuple[int, threading.Event] | None = None
 
 
 Script = Callable[[dict[str, Any]], Reply]
@@ -40,6 +49,8 @@ class Server:
     # a request that asks for ``stream`` gets its completion as an event stream of
     # chunks, as OpenAI sends it; False: the server ignores ``stream`` (some do)
     streams: bool = True
+    # for each held reply, whether its gate was set (not the 10 s that pass otherwise)
+    released: list[bool] = field(default_factory=list)
 
     def script(self, *replies: Script) -> None:
         """Replies in order; the last one repeats."""
@@ -70,17 +81,24 @@ def _handler(
                     reply = authorised_reply
             time.sleep(reply.delay)
             data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-            kind = "application/json"
+            kind = reply.kind or "application/json"
             if body.get("stream") and server.streams and _completion(reply):
                 data, kind = sse_of(reply.body), "text/event-stream"
+            if body.get("stream") and server.streams and _message(reply):
+                data, kind = message_sse_of(reply.body), "text/event-stream"
             try:
                 self.send_response(reply.status)
                 self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(data)))
+                self.send_header("content-length", str(reply.announced or len(data)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                pieces = _pieces(data) if kind == "text/event-stream" else [data]
+                for number, piece in enumerate(pieces):
+                    if reply.hold is not None and number == reply.hold[0]:
+                        server.released.append(reply.hold[1].wait(10))
+                    self.wfile.write(piece)
+                    self.wfile.flush()  # each event as it is "generated"
             except (BrokenPipeError, ConnectionResetError):  # the client timed out
                 pass
 
@@ -94,18 +112,31 @@ def _completion(reply: Reply) -> bool:
     )
 
 
-def sse_of(completion: dict[str, Any], pieces: int = 3) -> bytes:
+def _pieces(data: bytes) -> list[bytes]:
+    """An event stream cut after each event's blank line."""
+    parts = data.split(b"\n\n")
+    return [part + b"\n\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _message(reply: Reply) -> bool:
+    body = reply.body
+    return reply.status == 200 and isinstance(body, dict) and body.get("type") == "message"
+
+
+def sse_of(completion: dict[str, Any], pieces: int = 3, cuts: list[int] | None = None) -> bytes:
     """A completion as the event stream of ``chat.completion.chunk`` objects OpenAI sends
-    for ``stream: true``: the content in pieces, the finish reason, then ``[DONE]``."""
+    for ``stream: true``: the content in pieces (or cut at ``cuts``), the finish reason,
+    then ``[DONE]``."""
     choice = completion["choices"][0]
     content = choice["message"].get("content") or ""
     size = max(1, -(-len(content) // pieces))
+    bounds = [0, *(cuts or range(size, len(content), size)), len(content)]
     base = {k: completion[k] for k in ("id", "created", "model")} | {
         "object": "chat.completion.chunk"
     }
     chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
-    for start in range(0, len(content), size):
-        delta = {"content": content[start : start + size]}
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        delta = {"content": content[start:end]}
         chunks.append({**base, "choices": [{"index": 0, "delta": delta}]})
     if choice["message"].get("refusal"):
         delta = {"refusal": choice["message"]["refusal"]}
@@ -407,3 +438,59 @@ def claude(*parts: tuple[str, str | None]) -> Script:
         return message(request, content)
 
     return reply
+
+
+def message_events(message: dict[str, Any], pieces: int = 3) -> list[dict[str, Any]]:
+    """A ``message`` as the events the Messages API streams for ``stream: true``:
+    ``message_start`` (no content, the input usage), ``ping``, per content block
+    ``content_block_start`` (empty text, empty citations), its text in ``text_delta``
+    pieces and each citation in a ``citations_delta``, ``content_block_stop``; then
+    ``message_delta`` (stop reason, output usage) and ``message_stop``."""
+    usage = dict(message["usage"])
+    started = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**started, "usage": {**usage, "output_tokens": 1}}},
+        {"type": "ping"},
+    ]
+    for index, block in enumerate(message["content"]):
+        opened = {"type": "text", "text": "", "citations": []} if block["type"] == "text" else block
+        events.append({"type": "content_block_start", "index": index, "content_block": opened})
+        text = block.get("text") or ""
+        size = max(1, -(-len(text) // pieces))
+        for start in range(0, len(text), size):
+            delta = {"type": "text_delta", "text": text[start : start + size]}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        for citation in block.get("citations") or []:
+            delta = {"type": "citations_delta", "citation": citation}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        events.append({"type": "content_block_stop", "index": index})
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
+    events.append(
+        {"type": "message_delta", "delta": stop, "usage": {"output_tokens": usage["output_tokens"]}}
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def sse_events(events: list[dict[str, Any]]) -> bytes:
+    """Events as the Messages API writes them: ``event: <type>`` and ``data: <json>``."""
+    return "".join(
+        f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+        for event in events
+    ).encode()
+
+
+def message_sse_of(message: dict[str, Any]) -> bytes:
+    return sse_events(message_events(message))
+
+
+def message_received(raw: str) -> list[dict[str, Any]]:
+    """A stored streamed reply as the events it carried."""
+    return [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:")]
+
+
+def broken_stream(events: list[dict[str, Any]], keep: int) -> Reply:
+    """The first ``keep`` events of a stream, then the connection closes though the
+    headers announced more (a server that died mid-reply)."""
+    whole = sse_events(events)
+    return Reply(200, sse_events(events[:keep]), kind="text/event-stream", announced=len(whole))
