@@ -173,6 +173,11 @@ def aligned_tables(blocks: list[Block]) -> list[RuledTable]:
 
 
 def _row(line: Line) -> _Row:
+    """The line as a row of its cells."""
+    return _Row(line, line_cells(line))
+
+
+def line_cells(line: Line) -> list[Box]:
     """The line's cells: its parts, joined where the gap between them is a space."""
     cells: list[Box] = []
     for start, end, box in sorted(line.parts, key=lambda p: p.box.x0):
@@ -182,7 +187,7 @@ def _row(line: Line) -> _Row:
             cells[-1] = union([cells[-1], box])
         else:
             cells.append(box)
-    return _Row(line, cells)
+    return cells
 
 
 def _short(row: _Row) -> bool:
@@ -239,8 +244,26 @@ def _table_from(
         if not body.take(index, rows[index]):
             break
     body.trim()
+    if not _heads_columns(header, body.proper()) and _form_above(rows, first, body):
+        return None, set()  # forms side by side, one starting lower: ``forms`` reads them
     table = _table(body)
     return (None, set()) if table is None else (table, body.taken)
+
+
+def _form_above(rows: list[_Row], first: int, body: _Body) -> bool:
+    """The row right above a table that starts with data is a label and its value
+    under the table's first two columns: the table is the lower part of a form that
+    another form beside it joins on the way down, not a grid of its own."""
+    above = next((r for r in reversed(rows[:first]) if not body.beside(r)), None)
+    if above is None or len(above.cells) != 2 or not _short(above):
+        return False
+    gap = body.header.centre_y - above.centre_y
+    limit = (
+        PITCH_SLACK * body.pitch
+        if body.pitch is not None
+        else FIRST_ROW_GAP_LINES * above.line.height
+    )
+    return gap <= limit and [_column_of(cell, body.columns) for cell in above.cells] == [0, 1]
 
 
 def _table(body: _Body) -> RuledTable | None:
