@@ -251,19 +251,26 @@ def _table_from(
 
 
 def _form_above(rows: list[_Row], first: int, body: _Body) -> bool:
-    """The row right above a table that starts with data is a label and its value
-    under the table's first two columns: the table is the lower part of a form that
-    another form beside it joins on the way down, not a grid of its own."""
-    above = next((r for r in reversed(rows[:first]) if not body.beside(r)), None)
-    if above is None or len(above.cells) != 2 or not _short(above):
-        return False
-    gap = body.header.centre_y - above.centre_y
-    limit = (
-        PITCH_SLACK * body.pitch
-        if body.pitch is not None
-        else FIRST_ROW_GAP_LINES * above.line.height
-    )
-    return gap <= limit and [_column_of(cell, body.columns) for cell in above.cells] == [0, 1]
+    """Rows right above a table that starts with data go on in its columns, up to a
+    label and its value under its first two: the table is the lower part of a form
+    that another form beside it joins on the way down, not a grid of its own."""
+    below = body.header
+    for row in reversed(rows[:first]):
+        if body.beside(row):
+            continue
+        gap = below.centre_y - row.centre_y
+        limit = (
+            FIRST_ROW_GAP_LINES * row.line.height
+            if body.pitch is None
+            else PITCH_SLACK * body.pitch
+        )
+        placed = [_column_of(cell, body.columns) for cell in row.cells]
+        if gap > limit or not _short(row) or None in placed or len(set(placed)) != len(placed):
+            return False
+        if placed == [0, 1]:
+            return True
+        below = row
+    return False
 
 
 def _table(body: _Body) -> RuledTable | None:

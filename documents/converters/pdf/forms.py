@@ -156,12 +156,20 @@ def form_tables(blocks: list[Block]) -> list[RuledTable]:
         form = _form_from(pieces, index, taken)
         table = _table(form.rows) if len(form.rows) >= MIN_FORM_ROWS else None
         own = {id(p) for row in form.rows for p in row.pieces}
-        if table is not None and not _covers_others(table.bbox, own, pieces):
-            tables.append(table)
-            taken |= own
+        if _colon_form(form) or table is None or _covers_others(table.bbox, own, pieces):
+            continue
+        tables.append(table)
+        taken |= own
     if tables:
         _text_taken(blocks, [p for p in pieces if id(p) in taken])
     return tables
+
+
+def _colon_form(form: _Form) -> bool:
+    """Every label ends in a colon: the page itself sets each label apart from its
+    value, and the form's lines are read as "Label: value" lines of their own
+    (``groups``), a wrapped value running on in its line."""
+    return all(_text(row.piece.line, row.label).endswith(":") for row in form.rows)
 
 
 def _pieces(line: Line) -> list[_Piece]:
@@ -175,8 +183,8 @@ def _pieces(line: Line) -> list[_Piece]:
         label_text, value_text = _text(line, label), _text(line, value)
         if len(label_text) > MAX_LABEL_CHARS or len(value_text) > MAX_CELL_CHARS:
             return [_Piece(line, line.box, cells=len(cells))]
-        if MARKER_ONLY.match(label_text):
-            return [_Piece(line, line.box, cells=len(cells))]
+        if MARKER_ONLY.match(label_text) or not any(ch.isalnum() for ch in label_text):
+            return [_Piece(line, line.box, cells=len(cells))]  # a list marker, a tick box
     return [_Piece(line, union(pair), pair=pair, cells=2) for pair in pairs]
 
 
