@@ -239,12 +239,12 @@ def test_label_value_lines_with_colons_stay_lines() -> None:
     assert ["Cinema:", "Downtown Multiplex"] not in _rows(markdown)
 
 
-def _lines_pdf(lines: list[tuple[float, str]], size: float = 10) -> bytes:
+def _lines_pdf(lines: list[list[tuple[float, str]]], size: float = 10) -> bytes:
     """Lines of text (x of each run, the run) one under the other."""
     document = pymupdf.open()
     page = document.new_page()
     for k, runs in enumerate(lines):
-        for x, text in runs:  # type: ignore[misc]
+        for x, text in runs:
             page.insert_text((x, 100 + 14 * k), text, fontsize=size)
     return document.tobytes()
 
@@ -263,7 +263,7 @@ def _lines_pdf(lines: list[tuple[float, str]], size: float = 10) -> bytes:
         [[(72, "Phone"), (180, "+1 555 0100")], [(120, "Policy"), (180, "POL 1")]],
     ],
 )  # fmt: skip
-def test_lines_that_are_no_form_stay_text(lines: list) -> None:
+def test_lines_that_are_no_form_stay_text(lines: list[list[tuple[float, str]]]) -> None:
     conversion = _convert(_lines_pdf(lines))
     assert conversion.metadata["tables"] == 0
     assert not _rows(conversion.markdown)
@@ -277,3 +277,20 @@ def test_a_two_column_page_of_prose_is_no_form() -> None:
         page.insert_textbox(pymupdf.Rect(x, 72, x + 240, 500), PROSE * 4, fontsize=10, align=3)
     conversion = _convert(document.tobytes())
     assert conversion.metadata["tables"] == 0
+
+
+def test_a_form_of_thousands_of_rows_is_one_table_row_by_row() -> None:
+    """A hostile page of 3,000 rows (3 pt type on a page 14,000 pt tall): one table,
+    every row its own, read in linear time (it converts like any page)."""
+    document = pymupdf.open()
+    page = document.new_page(width=300, height=14_000)
+    count = 3_000
+    writer = pymupdf.TextWriter(page.rect)  # one content stream: insert_text is slow
+    for n in range(count):
+        writer.append((10, 10 + 4.5 * n), f"Label {n}", fontsize=3)
+        writer.append((60, 10 + 4.5 * n), f"value {n}", fontsize=3)
+    writer.write_text(page)
+    conversion = _convert(document.tobytes())
+    rows = _rows(conversion.markdown)
+    assert conversion.metadata["tables"] == 1
+    assert rows[1:] == [[f"Label {n}", f"value {n}"] for n in range(count)]

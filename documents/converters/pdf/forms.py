@@ -18,6 +18,7 @@ box. The text a form takes leaves its lines; what is left of a line stays text.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from documents.converters.pdf.aligned import line_cells
@@ -35,6 +36,9 @@ from documents.converters.pdf.thresholds import (
     ROW_GAP_MIN_PT,
 )
 
+# two rows side by side on one line, at most: two labels, two values, three blanks
+_MAX_ROW_CHARS = 2 * (MAX_LABEL_CHARS + MAX_CELL_CHARS) + 3
+
 
 @dataclass(frozen=True)
 class _Piece:
@@ -44,7 +48,7 @@ class _Piece:
     line: Line
     box: Box
     pair: tuple[Box, Box] | None = None
-    cells: int = 1  # of the whole line, when it is no pair
+    cells: int = 1  # of the whole line, when it is no pair (0: not counted, too long)
 
     @property
     def centre_y(self) -> float:
@@ -83,14 +87,15 @@ class _Form:
 
     rows: list[_Row]
     pitch: float | None = None  # the smallest gap between two lines so far
+    left: float = 0.0  # where the labels start
+    right: float = 0.0  # where the rightmost value ends
+    starts: list[float] = field(default_factory=list)  # where values start, one x each
+    ends: list[float] = field(default_factory=list)  # where values end, one x each
 
-    @property
-    def left(self) -> float:
-        return min(row.label.x0 for row in self.rows)
-
-    @property
-    def right(self) -> float:
-        return max(row.box.x1 for row in self.rows)
+    def __post_init__(self) -> None:
+        first = self.rows[0]
+        self.left, self.right = first.label.x0, first.box.x1
+        self.starts, self.ends = [first.value.x0], [first.value.x1]
 
     def beside(self, piece: _Piece) -> bool:
         """``piece`` lies in another text column, left or right of the form."""
@@ -112,24 +117,28 @@ class _Form:
             return False
         if piece.pair is not None and self._aligned(piece.pair):
             self.rows.append(_Row(piece))
+            self._value_add(piece.pair[1])
         elif piece.pair is None and self._wraps(piece):
             self.rows[-1].wrapped.append(piece)
         else:
             return False
+        self.right = max(self.right, piece.box.x1)
         self.pitch = gap if self.pitch is None else min(self.pitch, gap)
         return True
+
+    def _value_add(self, value: Box) -> None:
+        """Note where ``value`` starts and ends, if no value did there yet."""
+        for edges, x in ((self.starts, value.x0), (self.ends, value.x1)):
+            if not _near(edges, x):
+                edges.append(x)
 
     def _aligned(self, pair: tuple[Box, Box]) -> bool:
         """The row's label starts where the labels start; its value starts where a
         value starts, or ends where one ends (amounts set flush right)."""
         label, value = pair
-        if abs(label.x0 - self.rows[0].label.x0) > COLUMN_TOLERANCE_PT:
+        if abs(label.x0 - self.left) > COLUMN_TOLERANCE_PT:
             return False
-        return any(
-            abs(value.x0 - row.value.x0) <= COLUMN_TOLERANCE_PT
-            or abs(value.x1 - row.value.x1) <= COLUMN_TOLERANCE_PT
-            for row in self.rows
-        )
+        return _near(self.starts, value.x0) or _near(self.ends, value.x1)
 
     def _wraps(self, piece: _Piece) -> bool:
         """``piece`` is a line of one cell starting where the last row's value starts."""
@@ -140,23 +149,33 @@ class _Form:
         )
 
 
+def _near(edges: list[float], x: float) -> bool:
+    """``x`` is one of the ``edges``, within a column's tolerance."""
+    return any(abs(x - edge) <= COLUMN_TOLERANCE_PT for edge in edges)
+
+
 def form_tables(blocks: list[Block]) -> list[RuledTable]:
     """The borderless label/value forms among ``blocks`` (a page's text blocks);
     the text they take leaves the blocks (changed in place)."""
     lines = [line for block in blocks if block.table is None for line in block.lines]
+    if sum(_may_pair(line) for line in lines) < MIN_FORM_ROWS:
+        return []  # most pages: no form
     pieces = [piece for line in lines for piece in _pieces(line)]
     if sum(piece.pair is not None for piece in pieces) < MIN_FORM_ROWS:
-        return []  # most pages: no form
+        return []
     pieces.sort(key=lambda p: (p.centre_y, p.box.x0))
+    centres = [piece.centre_y for piece in pieces]
     tables: list[RuledTable] = []
     taken: set[int] = set()
+    read: set[int] = set()  # rows of a form read as lines: no form starts there again
     for index, piece in enumerate(pieces):
-        if piece.pair is None or id(piece) in taken:
+        if piece.pair is None or id(piece) in taken or id(piece) in read:
             continue
         form = _form_from(pieces, index, taken)
-        table = _table(form.rows) if len(form.rows) >= MIN_FORM_ROWS else None
         own = {id(p) for row in form.rows for p in row.pieces}
-        if _colon_form(form) or table is None or _covers_others(table.bbox, own, pieces):
+        table = None if _colon_form(form) else _table(form.rows)
+        if table is None or _covers_others(table.bbox, own, pieces, centres):
+            read |= own  # linear on a page of thousands of rows
             continue
         tables.append(table)
         taken |= own
@@ -172,9 +191,17 @@ def _colon_form(form: _Form) -> bool:
     return all(_text(row.piece.line, row.label).endswith(":") for row in form.rows)
 
 
+def _may_pair(line: Line) -> bool:
+    """The line could hold form rows: drawn in two parts or more, short enough for
+    two of them side by side (a line of prose is neither)."""
+    return len(line.parts) >= 2 and len(line.text) <= _MAX_ROW_CHARS
+
+
 def _pieces(line: Line) -> list[_Piece]:
     """The line's form rows: its cells two by two, each a short label that is no
     list marker ("1.", "•") and a value of a cell's length; else the whole line."""
+    if not _may_pair(line):  # one cell, or too long to be cells: no cells counted
+        return [_Piece(line, line.box, cells=1 if len(line.parts) == 1 else 0)]
     cells = line_cells(line)
     if len(cells) % 2 or not cells:
         return [_Piece(line, line.box, cells=len(cells))]
@@ -207,20 +234,20 @@ def _form_from(pieces: list[_Piece], first: int, taken: set[int]) -> _Form:
     return form
 
 
-def _covers_others(bbox: Box, own: set[int], pieces: list[_Piece]) -> bool:
+def _covers_others(bbox: Box, own: set[int], pieces: list[_Piece], centres: list[float]) -> bool:
     """Text that is none of the form's rows lies inside its box: it would be lost
-    or read into a cell."""
+    or read into a cell. ``centres``: the pieces' centres, in order."""
+    within = pieces[bisect_left(centres, bbox.y0) : bisect_right(centres, bbox.y1)]
     return any(
-        id(piece) not in own
-        and bbox.x0 <= piece.box.centre_x <= bbox.x1
-        and bbox.y0 <= piece.box.centre_y <= bbox.y1
-        for piece in pieces
+        id(piece) not in own and bbox.x0 <= piece.box.centre_x <= bbox.x1 for piece in within
     )
 
 
 def _table(rows: list[_Row]) -> RuledTable | None:
-    """The two-column grid of the form's ``rows`` under an empty header; None if a
-    label reaches past where a value starts (no column edge between them)."""
+    """The two-column grid of the form's ``rows`` under an empty header; None if too
+    few rows, or if a label reaches past where a value starts (no column edge)."""
+    if len(rows) < MIN_FORM_ROWS:
+        return None
     label_end = max(row.label.x1 for row in rows)
     value_start = min(min(p.box.x0 for p in row.pieces[1:]) if row.wrapped else row.value.x0
                       for row in rows)  # fmt: skip
