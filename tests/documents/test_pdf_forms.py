@@ -44,6 +44,7 @@ class _Layout:
     beside_row: int = 0  # the record row the items start on
     paragraph: bool = False  # prose beside the record instead
     jitter: float = 0.0  # how far values sit below their labels' baseline
+    blockwise: bool = False  # the items drawn after the record, not row by row
 
 
 def _record(rng: random.Random) -> list[tuple[str, str]]:
@@ -84,6 +85,7 @@ def _pdf(layout: _Layout) -> bytes:
     page = document.new_page()
     pitch = layout.size * 1.45
     y = 72.0
+    later: list[tuple[float, float, str]] = []  # items drawn after the record
     for record in layout.records:
         page.insert_text((72, y), "Vehicle service record", fontsize=layout.size + 4)
         y += 2 * pitch
@@ -95,9 +97,15 @@ def _pdf(layout: _Layout) -> bytes:
             item = k - layout.beside_row
             if 0 <= item < len(layout.beside):
                 name, amount = layout.beside[item]
-                page.insert_text((340, y), name, fontsize=layout.size, fontname=layout.font)
-                page.insert_text((460, y), amount, fontsize=layout.size, fontname=layout.font)
+                later += [(340, y, name), (460, y, amount)]
+                if not layout.blockwise:
+                    for x, at, text in later:
+                        page.insert_text((x, at), text, fontsize=layout.size, fontname=layout.font)
+                    later.clear()
             y += pitch
+        for x, at, text in later:
+            page.insert_text((x, at), text, fontsize=layout.size, fontname=layout.font)
+        later.clear()
         for item in range(len(record) - layout.beside_row, len(layout.beside)):
             name, amount = layout.beside[item]  # items running on below the record
             page.insert_text((340, y), name, fontsize=layout.size, fontname=layout.font)
@@ -172,10 +180,15 @@ def test_every_row_of_a_borderless_form_is_its_own_table_row(seed: int, records:
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("beside_row", [1, 3])
-def test_line_items_beside_a_record_are_a_table_of_their_own(seed: int, beside_row: int) -> None:
+@pytest.mark.parametrize("blockwise", [False, True])
+def test_line_items_beside_a_record_are_a_table_of_their_own(
+    seed: int, beside_row: int, blockwise: bool
+) -> None:
     """A block of line items starting beside a lower row of the record (its rows on
-    the record's baselines) is a second table: no row of it joins a record row."""
+    the record's baselines, drawn row by row or after the record) is a second
+    table: no row of it joins a record row."""
     layout = _layout(seed, records=1 + seed % 2, beside="items", beside_row=beside_row)
+    layout.blockwise = blockwise
     data = _pdf(layout)
     conversion = _convert(data)
     _assert_rows_apart(layout, conversion)
