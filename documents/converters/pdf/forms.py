@@ -249,8 +249,7 @@ def _table(rows: list[_Row]) -> RuledTable | None:
     if len(rows) < MIN_FORM_ROWS:
         return None
     label_end = max(row.label.x1 for row in rows)
-    value_start = min(min(p.box.x0 for p in row.pieces[1:]) if row.wrapped else row.value.x0
-                      for row in rows)  # fmt: skip
+    value_start = min(min([row.value.x0, *(p.box.x0 for p in row.wrapped)]) for row in rows)
     if label_end >= value_start:
         return None
     left = min(row.label.x0 for row in rows) - CELL_PAD_PT
