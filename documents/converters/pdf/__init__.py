@@ -8,8 +8,8 @@ converter runs five passes over typed values:
 2. lines: lines PyMuPDF cut on one row are joined, furniture (running headers,
    footers, page numbers) left out (``furniture``);
 3. blocks (``blocks``): ruled (``ruled``) and borderless (``aligned``) tables
-   take their place, lone list markers join their text, blocks are put in
-   reading order;
+   and label/value forms (``forms``) take their place, lone list markers join
+   their text, blocks are put in reading order;
 4. groups (``groups``, ``headings``): lines become headings, list items,
    paragraphs, listings and tables, joined again where a paragraph was cut;
 5. Markdown (``markdown``, ``cells``): each group written, every span with the

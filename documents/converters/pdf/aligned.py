@@ -173,6 +173,11 @@ def aligned_tables(blocks: list[Block]) -> list[RuledTable]:
 
 
 def _row(line: Line) -> _Row:
+    """The line as a row of its cells."""
+    return _Row(line, line_cells(line))
+
+
+def line_cells(line: Line) -> list[Box]:
     """The line's cells: its parts, joined where the gap between them is a space."""
     cells: list[Box] = []
     for start, end, box in sorted(line.parts, key=lambda p: p.box.x0):
@@ -182,7 +187,7 @@ def _row(line: Line) -> _Row:
             cells[-1] = union([cells[-1], box])
         else:
             cells.append(box)
-    return _Row(line, cells)
+    return cells
 
 
 def _short(row: _Row) -> bool:
@@ -239,8 +244,33 @@ def _table_from(
         if not body.take(index, rows[index]):
             break
     body.trim()
+    if not _heads_columns(header, body.proper()) and _form_above(rows, first, body):
+        return None, set()  # forms side by side, one starting lower: ``forms`` reads them
     table = _table(body)
     return (None, set()) if table is None else (table, body.taken)
+
+
+def _form_above(rows: list[_Row], first: int, body: _Body) -> bool:
+    """Rows right above a table that starts with data go on in its columns, up to a
+    label and its value under its first two: the table is the lower part of a form
+    that another form beside it joins on the way down, not a grid of its own."""
+    below = body.header
+    for row in reversed(rows[:first]):
+        if body.beside(row):
+            continue
+        gap = below.centre_y - row.centre_y
+        limit = (
+            FIRST_ROW_GAP_LINES * row.line.height
+            if body.pitch is None
+            else PITCH_SLACK * body.pitch
+        )
+        placed = [_column_of(cell, body.columns) for cell in row.cells]
+        if gap > limit or not _short(row) or None in placed or len(set(placed)) != len(placed):
+            return False
+        if placed == [0, 1]:
+            return True
+        below = row
+    return False
 
 
 def _table(body: _Body) -> RuledTable | None:

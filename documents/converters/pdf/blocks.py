@@ -10,6 +10,7 @@ from __future__ import annotations
 import pymupdf
 
 from documents.converters.pdf.aligned import aligned_tables
+from documents.converters.pdf.forms import form_tables
 from documents.converters.pdf.geometry import Box, union
 from documents.converters.pdf.lines import MARKER_ONLY, Block, Line, join_row
 from documents.converters.pdf.ruled import ruled_tables
@@ -36,7 +37,9 @@ def page_blocks(page: pymupdf.Page, blocks: list[Block], *, readable: bool) -> l
     borderless = [Block([], t.bbox, table=t) for t in aligned_tables(blocks)]
     if borderless:
         _remove_table_text(blocks, borderless)
-        tables += borderless
+    # a form's two columns head no table; its rows may share lines with another's
+    borderless += [Block([], t.bbox, table=t) for t in form_tables(blocks)]
+    tables += borderless
     return reading_order(_attach_markers(blocks) + tables)
 
 

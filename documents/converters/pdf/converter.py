@@ -233,8 +233,10 @@ class PdfConverter:
     # smaller type under a borderless table's row stay in the table, wrapped lines of
     # right-to-left text are one paragraph, "Page n of m" near the top or foot and facing
     # pages' numbers in a margin are furniture, a title and small print far apart on
-    # one row stay two lines, a block set a sentence per line keeps its lines apart
-    version = "1.7.0"
+    # one row stay two lines, a block set a sentence per line keeps its lines apart;
+    # 1.8: borderless label/value forms are two-column tables, a row a line, forms side
+    # by side (from different rows) two tables, a value's wrapped lines in its row
+    version = "1.8.0"
 
     def convert(self, data: bytes, progress: ProgressReport | None = None) -> Conversion:
         """The conversion; ``ConversionError`` for a file refused, ``MemoryError`` when

@@ -128,6 +128,10 @@ NOTE_SIZE_RATIO = 0.9  # of the row above's size: a note under a row is set smal
 CELL_PAD_PT = 1.0  # a cell's box reaches this far past its text and its column's edges
 PROBE_WIDTH_PT = 1.0  # a note's column is the one its first point of text lies under
 
+# --- borderless label/value forms (``forms``) -------------------------------------
+MIN_FORM_ROWS = 2  # rows of two cells, labels and values aligned, that make a form
+MAX_LABEL_CHARS = 40  # a longer first cell is no label (a sentence beside a figure)
+
 # --- annotations ------------------------------------------------------------------
 MAX_ANNOTATIONS = 2_000  # per document: a hostile file may hold millions
 MAX_NOTE_CHARS = 2_000  # of one note
