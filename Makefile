@@ -16,7 +16,7 @@ export MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/provenance/mypy
 # every process (workers, gunicorn, the suite's children) would compile them at each start
 SOURCES := provenance_site core documents retrieval citations audit evaluation bench scripts tests
 
-.PHONY: install bytecode run test lint format bench services clean
+.PHONY: install bytecode run test lint format bench services clean train-scorer
 
 install: $(VENV)/.installed
 
@@ -50,6 +50,11 @@ format: install
 
 bench: install bytecode
 	$(PY) bench/run.py
+
+# refit the extractive generator's answer scorer (citations/generators/extractive/
+# answer_scorer.json) and its report (evaluation/reports/answer_scorer.md)
+train-scorer: install
+	$(PY) manage.py train_answer_scorer
 
 clean:
 	rm -rf var/test-media var/test-broker-* var/test-audit-heads-* test-artifacts

@@ -37,6 +37,8 @@ RETRIEVAL_BOUNDS: dict[str, tuple[float, float]] = {
     "answer_threshold": (0.0, 1.0),
     "max_answer_sentences": (1, 50),
 }
+# settings whose null means "as fitted": the answer scorer's own abstention threshold
+NULLABLE_RETRIEVAL = frozenset({"answer_threshold"})
 # how an app's model is talked to: the contract form, what happens when it fails, and
 # its time limits (seconds; None = the environment's PROVENANCE_LLM_*_SECONDS)
 MODEL_SETTINGS = (
@@ -162,7 +164,9 @@ def _retrieval_check(retrieval: Mapping[str, float]) -> None:
         if setting not in RETRIEVAL_BOUNDS:
             raise AppError(f"unknown retrieval setting {setting!r}", param=setting)
         low, high = RETRIEVAL_BOUNDS[setting]
-        if not low <= value <= high:
+        if value is None and setting in NULLABLE_RETRIEVAL:
+            continue
+        if value is None or not low <= value <= high:
             raise AppError(f"{setting} must be between {low} and {high}", param=setting)
 
 

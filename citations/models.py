@@ -68,7 +68,11 @@ class App(models.Model):
         default=0.0, help_text="Hits whose score_norm is below this are dropped."
     )
     answer_threshold = models.FloatField(
-        default=0.35, help_text="Below this sentence relevance the answer says it found nothing."
+        null=True,
+        blank=True,
+        default=None,
+        help_text="Below this answer probability the extractive answer quotes nothing; "
+        "empty: the answer scorer's fitted threshold.",
     )
     max_answer_sentences = models.PositiveSmallIntegerField(default=4)
     generator = models.CharField(

@@ -111,6 +111,12 @@ def claim_citations_of(execution: QueryExecution) -> list[ClaimCitation]:
         .prefetch_related("checks")
         .order_by("segment")
     )
+    # a document's index is its place in the citation record (retrieval order), not
+    # k_final, which is the answer scorer's order of the same hits
+    place = {
+        hit_id: n
+        for n, hit_id in enumerate(execution.hits.order_by("k_pos").values_list("pk", flat=True))
+    }
     claims = []
     for row in rows:
         source, check = row.quoted_source, next(iter(row.checks.all()), None)
@@ -120,7 +126,7 @@ def claim_citations_of(execution: QueryExecution) -> list[ClaimCitation]:
         claims.append(
             ClaimCitation(
                 response_span=(row.reply_start, row.reply_end),
-                document_index=(source.hit.k_final or source.hit.k_pos) - 1,
+                document_index=place[source.hit_id],
                 document_title=title,
                 cited_text=row.source_sentence,
                 cited_block_index=check.cited_block_index if check else None,

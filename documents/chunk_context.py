@@ -42,9 +42,11 @@ CONTEXT_CHARS_MAX = 600
 _CELL_BORDER = re.compile(r"(?<!\\)\|")
 _LETTER = regex.compile(r"\p{L}")
 _RULER = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
-# "Make: Jeep", "- **VIN**: 1C4R…": a short label (letters first) and a short value
+# "Make: Jeep", "- **VIN**: 1C4R…", "- **VIN:** 1C4R…": a short label (letters first)
+# and a short value
 _LABEL_LINE = re.compile(
-    r"^\s*(?:[-*+]\s+)?(?:\*\*)?(?P<label>\w[^:|\n]{0,40}?)(?:\*\*)?:\s+(?P<value>[^\n]{1,80})$"
+    r"^\s*(?:[-*+]\s+)?(?:\*\*)?(?P<label>\w[^:|*\n]{0,40}?)(?:\*\*)?:(?:\*\*)?\s+"
+    r"(?P<value>[^\n]{1,80})$"
 )
 LABEL_WORDS_MAX = 4
 VALUE_WORDS_MAX = 8
@@ -68,7 +70,15 @@ class TableSpan:
 
     @property
     def is_form(self) -> bool:
-        return not self.header.replace("|", "").strip()
+        """A table whose rows are "label | value" pairs: its header row is blank (PDF
+        and DOCX layout tables), or it has two columns, where the header row is the
+        form's first pair (a DOCX or HTML key/value table has no header of its own:
+        "| Customer name | Dmitri Silva |" heads it)."""
+        return not self.header.replace("|", "").strip() or self.is_two_column
+
+    @property
+    def is_two_column(self) -> bool:
+        return len(cells(self.header)) == 2
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,7 @@ def record_anchors(
     "Label: value" lines (``apart`` tells two offsets on different pages or sections)."""
     tables = tables_of(text) if tables is None else tables
     anchors = [
-        RecordAnchor(t.char_start, tuple(_form_values(text[t.char_start : t.char_end])))
+        RecordAnchor(t.char_start, tuple(_form_values(text[t.char_start : t.char_end], t)))
         for t in tables
         if t.is_form
     ]
@@ -146,9 +156,11 @@ def record_anchors(
     return sorted(anchors, key=lambda a: a.char_start)
 
 
-def _form_values(table: str) -> list[str]:
+def _form_values(table: str, span: TableSpan) -> list[str]:
+    """A form's values, row by row; a two-column form's header row is a pair too."""
+    rows = table.splitlines()
     values: list[str] = []
-    for row in table.splitlines()[2:]:
+    for row in ([rows[0]] if span.is_two_column and rows else []) + rows[2:]:
         values += _row_values(row)
     return values
 

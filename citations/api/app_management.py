@@ -48,7 +48,7 @@ _APP_EXAMPLE = {
     "top_k": 10,
     "candidate_k": 40,
     "min_score": 0.0,
-    "answer_threshold": 0.35,
+    "answer_threshold": None,
     "max_answer_sentences": 4,
     "created_at": EXAMPLE_CREATED,
     "query_url": f"https://provenance.example/semantics/apps/{EXAMPLE_APP_ID}/query-executions",

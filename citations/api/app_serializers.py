@@ -67,7 +67,13 @@ class AppSettingsInput(serializers.Serializer):
     top_k = StrictIntegerField(required=False, min_value=1, max_value=100)
     candidate_k = StrictIntegerField(required=False, min_value=1, max_value=1000)
     min_score = StrictFloatField(required=False, min_value=0, max_value=1)
-    answer_threshold = StrictFloatField(required=False, min_value=0, max_value=1)
+    answer_threshold = StrictFloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=1,
+        help_text="least answer probability to quote; null = the answer scorer's fitted one",
+    )
     max_answer_sentences = StrictIntegerField(required=False, min_value=1, max_value=50)
 
     @staticmethod
@@ -125,7 +131,7 @@ class AppOutput(serializers.Serializer):
     top_k = serializers.IntegerField()
     candidate_k = serializers.IntegerField()
     min_score = serializers.FloatField()
-    answer_threshold = serializers.FloatField()
+    answer_threshold = serializers.FloatField(allow_null=True)
     max_answer_sentences = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     query_url = serializers.URLField(help_text="where to ask it (POST)")

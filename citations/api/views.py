@@ -34,6 +34,7 @@ from citations.api.serializers import (
     quoted_source_output,
 )
 from citations.generators import ModelError
+from citations.generators.extractive.scorer import abstention_threshold
 from citations.models import App, QueryExecution
 from citations.services.abandoning import QueryAbandoned
 from citations.services.execution import query_execute
@@ -192,7 +193,8 @@ class SentenceCitationsView(_AppView):
     def post(self, request: Request, llm_app_id: str, query_execution_id: str) -> Response:
         execution = self.execution(request, llm_app_id, query_execution_id)
         claims = list(selectors.claims_of(execution=execution))
-        threshold, member = execution.app.answer_threshold, self.is_member(request, execution)
+        threshold = abstention_threshold(execution.app.answer_threshold)
+        member = self.is_member(request, execution)
         return Response(
             [claim_output(c, len(claims), request, threshold, member=member) for c in claims]
         )

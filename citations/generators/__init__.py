@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from citations.generators.extractive.generator import ExtractiveGenerator
     from citations.models import App
 
 
@@ -153,7 +154,7 @@ class ModelGenerator(Protocol):
     ) -> Generation: ...
 
 
-def extractive_for(app: App) -> Generator:
+def extractive_for(app: App) -> ExtractiveGenerator:
     """The extractive generator with the app's answer settings (its own generator, or
     the one that answers when the app's model cannot)."""
     from citations.generators.extractive.generator import ExtractiveGenerator

@@ -27,7 +27,6 @@ from citations.generators import (
     ModelReply,
     generator_for,
 )
-from citations.generators.extractive.thresholds import LEXICAL_WEIGHT, PRIOR_WEIGHT
 from citations.markers import MARKER
 from citations.model_evidence import claim_checks_create, model_calls_create
 from citations.models import (
@@ -295,8 +294,8 @@ def _sentence_offset(steps: Sequence[StepResult], step: StepResult) -> int:
     return offset
 
 
-# the best score an extractive claim can reach: cosine 1, every question word, score 1
-EXTRACTIVE_BEST = 1.0 + LEXICAL_WEIGHT + PRIOR_WEIGHT
+# the best score an extractive claim can reach: its relevance is a probability
+EXTRACTIVE_BEST = 1.0
 
 
 def _confidence(composition: Composition, *, best: float) -> float:

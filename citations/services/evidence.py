@@ -4,7 +4,8 @@ written and chained in one transaction that completes the execution."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
@@ -56,9 +57,15 @@ def evidence_record(
     generation: Generation | None = None,
     stepped: SteppedEvidence | None = None,
     written_by: tuple[str, str] = ("", ""),
+    rerank: Mapping[int, float] | None = None,
+    probability: float | None = None,
 ) -> None:
     """``written_by``: the generator that wrote the answer, and why the app's model did
-    not when it fell back to another."""
+    not when it fell back to another. ``rerank``: the answer scorer's probability per
+    scored passage (its hit's ``rerank_score``; ``k_final`` is the order it makes);
+    ``probability``: the extractive answer's, which its confidence is read from."""
+    retrieved = reranked(retrieved, rerank or {})
+    scores = rerank or {}
     hits = [
         RetrievalHit(
             query=execution,
@@ -74,9 +81,10 @@ def evidence_record(
             lexical_rank=r.hit.lexical_rank,
             k_pos=r.k_pos,
             k_final=r.k_final,
-            payload=hit_payload(r, index_hash, embed_model, analyzer),
+            rerank_score=scores.get(i),
+            payload=hit_payload(r, index_hash, embed_model, analyzer, rerank_score=scores.get(i)),
         )
-        for r in retrieved
+        for i, r in enumerate(retrieved)
     ]
     RetrievalHit.objects.bulk_create(hits)
     sources = _quoted_sources(execution, retrieved, hits, composition)
@@ -89,7 +97,7 @@ def evidence_record(
     if not composition.claims:
         validator_status = "empty_citations"
     now = timezone.now()
-    confidence = _confidence(execution.question, retrieved, composition)
+    confidence = _confidence(execution.question, retrieved, composition, probability)
     traces = _traces(
         execution,
         retrieved,
@@ -125,14 +133,32 @@ def evidence_record(
     ledger_append([execution, *hits, *quoted, *claims, *traces, *model])
 
 
-def _confidence(question: str, retrieved: list[Retrieved], composition: Composition) -> Confidence:
-    """The answer's plain-language confidence, read from its first quote in its chunk."""
+def reranked(retrieved: list[Retrieved], rerank: Mapping[int, float]) -> list[Retrieved]:
+    """The hits (in retrieval order) with ``k_final`` their place in the scorer's order:
+    scored passages by probability, then the unscored ones in retrieval order."""
+    if not rerank:
+        return retrieved
+    order = sorted(range(len(retrieved)), key=lambda i: (i not in rerank, -rerank.get(i, 0.0), i))
+    place = {i: n for n, i in enumerate(order, start=1)}
+    return [replace(r, k_final=place[i]) for i, r in enumerate(retrieved)]
+
+
+def _confidence(
+    question: str,
+    retrieved: list[Retrieved],
+    composition: Composition,
+    probability: float | None,
+) -> Confidence:
+    """The answer's plain-language confidence: from the answer scorer's probability
+    for an extractive answer, else read from its first quote in its chunk."""
     passages = [
         Passage(i, r.chunk.chunk_text, r.hit.score_norm, passage_title(r), None, r.chunk.context)
         for i, r in enumerate(retrieved)
     ]
     claims = [composed.claim for composed in composition.claims]
-    return answer_confidence(question=question, claims=claims, passages=passages)
+    return answer_confidence(
+        question=question, claims=claims, passages=passages, probability=probability
+    )
 
 
 def _quoted_sources(

@@ -132,4 +132,6 @@ def _answer(
         started=started,
         generation=written.generation,
         written_by=(written.generator, written.fallback_reason),
+        rerank=written.rerank,
+        probability=written.probability,
     )

@@ -100,7 +100,14 @@ def passage_title(r: Retrieved) -> str:
     return f"{r.chunk.file.name} › {r.chunk.section}" if r.chunk.section else r.chunk.file.name
 
 
-def hit_payload(r: Retrieved, index_hash: str, embed_model: str, analyzer: str) -> dict:
+def hit_payload(
+    r: Retrieved,
+    index_hash: str,
+    embed_model: str,
+    analyzer: str,
+    *,
+    rerank_score: float | None = None,
+) -> dict:
     return citation_payload(
         chunk=r.chunk,
         index_hash=index_hash,
@@ -110,6 +117,7 @@ def hit_payload(r: Retrieved, index_hash: str, embed_model: str, analyzer: str) 
         score_norm=r.hit.score_norm,
         k_pos=r.k_pos,
         k_final=r.k_final,
+        rerank_score=rerank_score,
     )
 
 

@@ -12,8 +12,8 @@ fallback would hide.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from citations.composition import Composition, compose
 from citations.generators import (
@@ -69,6 +69,10 @@ class Written:
     generation: Generation | None
     generator: str
     fallback_reason: str = ""
+    # the extractive answer's: each scored passage's probability (its rerank score),
+    # and the answer's probability (what its confidence reads)
+    rerank: Mapping[int, float] = field(default_factory=dict)
+    probability: float | None = None
 
 
 def _unverified(generation: Generation) -> bool:
@@ -89,10 +93,7 @@ def answer_write(
     the extractive generator reads with (computed only when it is needed)."""
     generator = generator_for(app)
     if not isinstance(generator, ModelGenerator):
-        claims = generator.generate(
-            question=question, question_vector=question_vector(), passages=passages
-        )
-        return Written(compose(claims), None, generator.name)
+        return _extractive_written(app, question, passages, question_vector, generator.name)
     try:
         generation = generator.answer(
             question=question, passages=passages, instructions=instructions
@@ -130,8 +131,25 @@ def _extractive(
     generation: Generation,
     reason: str,
 ) -> Written:
-    claims = extractive_for(app).generate(
+    written = _extractive_written(app, question, passages, question_vector, "extractive")
+    # the model's checks stay evidence, but none of them became a claim of this answer
+    return replace(written, generation=generation, fallback_reason=reason)
+
+
+def _extractive_written(
+    app: App,
+    question: str,
+    passages: Sequence[Passage],
+    question_vector: Callable[[], Sequence[float]],
+    name: str,
+) -> Written:
+    extracted = extractive_for(app).extract(
         question=question, question_vector=question_vector(), passages=passages
     )
-    # the model's checks stay evidence, but none of them became a claim of this answer
-    return Written(compose(claims), generation, "extractive", reason)
+    return Written(
+        compose(extracted.claims),
+        None,
+        name,
+        rerank=extracted.rerank,
+        probability=extracted.probability,
+    )

@@ -68,9 +68,9 @@ def test_a_latin_word_against_arabic_letters_counts_as_asked(corpus: Path) -> No
     texts = [others[n % len(others)] for n in range(crowd)] + attached[:1]
     passages = [Passage(index=n, text=text, score_norm=0.5) for n, text in enumerate(texts)]
     question = "Python"
-    # what is under test is which sentences become candidates, so no floor on meaning:
+    # what is under test is which sentences become candidates, so no abstention:
     # the English model scores this Arabic sentence low against the one word "Python"
-    generator = ExtractiveGenerator(max_sentences=1, threshold=0.0, min_similarity=0.0)
+    generator = ExtractiveGenerator(max_sentences=1, threshold=0.0)
     claims = generator.generate(
         question=question,
         question_vector=default_embedder().embed_query(question),

@@ -9,7 +9,6 @@ from citations.generators import Passage
 from citations.generators.extractive.generator import ExtractiveGenerator
 from citations.generators.extractive.ranking import Sentence as _Sentence
 from citations.generators.extractive.sentences import sentences_of
-from citations.generators.extractive.thresholds import MIN_PAIR_SIMILARITY, MIN_ROW_SIMILARITY
 from citations.services import query_execute
 from tests.citations.conftest import Library
 
@@ -74,7 +73,7 @@ def _claims(texts: list[str]) -> list[str]:
     passage of its own."""
     generator = ExtractiveGenerator(max_sentences=5)
     ranked = [
-        (_Sentence(n, 0, len(text), text, 1.0, 1.0, 0.0), 1.0 - n / 100)
+        (_Sentence(n, 0, len(text), text, 1.0, 1.0), 1.0 - n / 100)
         for n, text in enumerate(texts)
     ]
     return [claim.reply for claim in generator._select(ranked)]
@@ -91,8 +90,8 @@ def test_a_row_and_its_own_pair_are_quoted_once() -> None:
     pair_end = FORM.index(" | Year")
     row_end = FORM.index(" |\n", pair_end)
     ranked = [
-        (_Sentence(0, start, pair_end, FORM[start:pair_end], 1.0, 1.0, 0.45), 0.9),
-        (_Sentence(0, start, row_end, FORM[start:row_end], 1.0, 1.0, 0.4), 0.85),
+        (_Sentence(0, start, pair_end, FORM[start:pair_end], 1.0, 1.0, kind="pair"), 0.9),
+        (_Sentence(0, start, row_end, FORM[start:row_end], 1.0, 1.0, kind="row"), 0.85),
     ]
     assert [c.reply for c in generator._select(ranked)] == ["Insured name | Gabriel Diaz"]
 
@@ -150,12 +149,12 @@ def test_passages_of_a_form_offer_pairs_to_the_generator() -> None:
         "What is the VIN of the vehicle?", [Passage(index=0, text=FORM, score_norm=1.0)]
     )
     assert "VIN | 1C4RJFBG2NC123456" in [c.text for c in candidates]
-    floors = {c.text: c.floor for c in candidates}
-    # a pair is as short as a JSON "**key**: value" line and needs as close a meaning;
-    # a whole row keeps the row's floor (a candidate of a question about its words)
-    assert floors["VIN | 1C4RJFBG2NC123456"] == MIN_PAIR_SIMILARITY
+    kinds = {c.text: (c.kind, c.label) for c in candidates}
+    # a pair is read as a label and its value (the scorer compares the label with the
+    # field asked); a whole row of a headed table is a row, its labels the header's
+    assert kinds["VIN | 1C4RJFBG2NC123456"] == ("pair", "VIN")
     about_ethanol = generator._candidates(
         "What is the boiling point of ethanol?", [Passage(index=0, text=FORM, score_norm=1.0)]
     )
-    rows = {c.text: c.floor for c in about_ethanol}
-    assert rows["Ethanol | -114 | 78 | 0.789"] == MIN_ROW_SIMILARITY
+    rows = {c.text: (c.kind, c.label) for c in about_ethanol}
+    assert rows["Ethanol | -114 | 78 | 0.789"] == ("row", "")

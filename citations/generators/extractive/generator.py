@@ -3,100 +3,114 @@ and composes the answer from the best, each quoted once."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from citations.generators import Claim, Passage
-from citations.generators.extractive.ranking import (
-    Sentence,
-    covers,
-    similarities,
-    similarity_floor,
-)
+from citations.generators.extractive.features import feature_rows
+from citations.generators.extractive.ranking import Sentence, similarities
 from citations.generators.extractive.records import Layout
+from citations.generators.extractive.scorer import answer_scorer
 from citations.generators.extractive.scripts import stems, word_count
-from citations.generators.extractive.sentences import sentence_spans, similarity_floor_of
-from citations.generators.extractive.thresholds import (
-    CANDIDATES_TO_EMBED,
-    LEXICAL_WEIGHT,
-    MIN_PAIR_SIMILARITY,
-    MIN_SIMILARITY,
-    MIN_WORDS,
-    PRIOR_WEIGHT,
-    RELATIVE_FLOOR,
-)
+from citations.generators.extractive.sentences import label_in, sentence_kind, sentence_spans
+from citations.generators.extractive.thresholds import CANDIDATES_TO_EMBED, MIN_WORDS
+
+
+@dataclass(frozen=True)
+class Extracted:
+    claims: list[Claim]
+    rerank: dict[int, float]  # passage index -> its best candidate's probability
+    probability: float | None  # the most likely candidate's; None: no candidate
 
 
 class ExtractiveGenerator:
+    """Quotes the candidates the answer scorer finds likely to answer: the best one if
+    its probability reaches the abstention threshold, then others only as likely as
+    ``further_at`` says a second quote must be (it adds an answer the first may lack).
+    A claim's relevance is its probability."""
+
     name = "extractive"
 
-    def __init__(
-        self,
-        *,
-        max_sentences: int = 3,
-        threshold: float = 0.35,
-        min_similarity: float = MIN_SIMILARITY,
-    ) -> None:
+    def __init__(self, *, max_sentences: int = 3, threshold: float | None = None) -> None:
         self.max_sentences = max_sentences
         self.threshold = threshold
-        self.min_similarity = min_similarity
 
     def generate(
         self, *, question: str, question_vector: Sequence[float], passages: Sequence[Passage]
     ) -> list[Claim]:
+        return self._select(self.rank(question, question_vector, passages))
+
+    def extract(
+        self, *, question: str, question_vector: Sequence[float], passages: Sequence[Passage]
+    ) -> Extracted:
+        """The claims, with each scored passage's best probability (the rerank score of
+        its hit) and the answer's probability (its first candidate's)."""
+        ranked = self.rank(question, question_vector, passages)
+        rerank: dict[int, float] = {}
+        for sentence, probability in ranked:
+            rerank[sentence.passage] = max(rerank.get(sentence.passage, 0.0), probability)
+        return Extracted(self._select(ranked), rerank, ranked[0][1] if ranked else None)
+
+    def rank(
+        self, question: str, question_vector: Sequence[float], passages: Sequence[Passage]
+    ) -> list[tuple[Sentence, float]]:
+        """The candidates with their probabilities, most likely first."""
         candidates = self._candidates(question, passages)
-        if any(c.names for c in candidates):  # the question names a record: others are out
-            candidates = [c for c in candidates if c.names or not c.record]
         if not candidates:
             return []
-        similarity = similarities(question, question_vector, candidates)
-        scored = [
-            (c, sim + LEXICAL_WEIGHT * c.overlap + PRIOR_WEIGHT * c.prior)
-            for c, sim in zip(candidates, similarity, strict=True)
-            if sim >= max(self.min_similarity, similarity_floor(c)) and covers(c)
-        ]
-        if any(c.asks for c, _ in scored):  # the field asked for beats the record's name
-            scored = [(c, score) for c, score in scored if c.asks]
-        scored.sort(key=lambda pair: (-pair[1], pair[0].passage, pair[0].start))
-        return self._select(scored)
+        similarity, label_similarity = similarities(question, question_vector, candidates)
+        rows = feature_rows(question, candidates, similarity, label_similarity, passages)
+        ranked = list(zip(candidates, answer_scorer().probabilities(rows), strict=True))
+        ranked.sort(key=lambda pair: (-pair[1], pair[0].passage, pair[0].start))
+        return ranked
 
     def _candidates(self, question: str, passages: Sequence[Passage]) -> list[Sentence]:
         asked = stems(question)
-        found: list[Sentence] = []
+        read: list[tuple[Sentence, frozenset[str]]] = []
         for passage in passages:
             layout = Layout(passage)
             for start, end, pair in sentence_spans(passage.text):
-                text = passage.text[start:end]
                 reading = layout.read(asked, start, end)
-                floor = (
-                    MIN_PAIR_SIMILARITY if pair else similarity_floor_of(passage.text, start, text)
+                kind = "pair" if pair else sentence_kind(passage.text, start, end)
+                sentence = Sentence(
+                    passage.index,
+                    start,
+                    end,
+                    passage.text[start:end],
+                    reading.overlap,
+                    passage.score_norm,
+                    reading.record,
+                    reading.names,
+                    reading.asks,
+                    reading.holds_field,
+                    reading.field_share,
+                    kind,
+                    label_in(passage.text[start:end], kind),
                 )
-                found.append(
-                    Sentence(
-                        passage.index,
-                        start,
-                        end,
-                        text,
-                        reading.overlap,
-                        passage.score_norm,
-                        floor,
-                        reading.record,
-                        reading.names,
-                        reading.asks,
-                        reading.holds_field,
-                    )
-                )
-        found.sort(key=lambda s: (-(s.overlap + 0.5 * s.prior), s.passage, s.start))
+                read.append((sentence, reading.covered))
+        weights = _rarity(asked, [covered for _, covered in read])
+        total = sum(weights.values()) or 1.0
+        found = [
+            replace(s, rare_overlap=sum(weights[w] for w in covered) / total) for s, covered in read
+        ]
+        # the sentences holding the most of the question's rare words (their record's
+        # and place's included), then of the best-scored chunks, are the ones embedded
+        found.sort(key=lambda s: (-(s.rare_overlap + 0.5 * s.prior), s.passage, s.start))
         return found[:CANDIDATES_TO_EMBED]
 
     def _select(self, ranked: list[tuple[Sentence, float]]) -> list[Claim]:
+        scorer = answer_scorer()
+        floor = scorer.abstain_below if self.threshold is None else self.threshold
+        if not ranked or ranked[0][1] < floor:
+            return []
+        first = ranked[0][0]
         claims: list[Claim] = []
         seen: set[str] = set()
-        floor = max(self.threshold, ranked[0][1] * RELATIVE_FLOOR) if ranked else self.threshold
-        named = ranked[0][0] if ranked and ranked[0][0].names else None
-        for sentence, score in ranked:
-            if score < floor or len(claims) >= self.max_sentences:
+        for sentence, probability in ranked:
+            if len(claims) >= self.max_sentences or (claims and probability < scorer.further_at):
                 break
-            if named is not None and sentence.record != named.record:
+            if first.names and sentence.record != first.record:
                 continue  # the question names a record: the answer quotes that one only
             reply = " ".join(sentence.text.split())
             if any(_repeats(reply.lower(), said) for said in seen) or any(
@@ -107,8 +121,15 @@ class ExtractiveGenerator:
             ):  # a form row and its own pair are one fact, quoted once
                 continue
             seen.add(reply.lower())
-            claims.append(Claim(sentence.passage, sentence.start, sentence.end, reply, score))
+            claims.append(Claim(sentence.passage, sentence.start, sentence.end, reply, probability))
         return claims
+
+
+def _rarity(asked: set[str], covered: list[frozenset[str]]) -> dict[str, float]:
+    """Each question word's weight: the log of how many candidates there are over how
+    many hold it (smoothed), the inverse document frequency among the candidates."""
+    count = len(covered)
+    return {w: math.log((count + 1) / (1 + sum(w in c for c in covered))) + 1.0 for w in asked}
 
 
 def _repeats(reply: str, said: str) -> bool:

@@ -28,6 +28,7 @@ class Reading:
     asks: bool
     holds_field: bool
     field_share: float  # share of the question's words but the record's name it holds
+    covered: frozenset[str] = frozenset()  # the question's words it, its record or place hold
 
 
 class Layout:
@@ -87,4 +88,5 @@ class Layout:
             asks=not held or bool(held - names),
             holds_field=bool(held - names),
             field_share=len((held | (asked & self.place)) - names) / (len(asked - names) or 1),
+            covered=frozenset(covered),
         )

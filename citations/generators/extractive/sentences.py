@@ -1,5 +1,5 @@
 """A chunk cut into verbatim candidate sentences (form rows also into their
-"label | value" pairs), and the similarity floor each kind of line needs."""
+"label | value" pairs), and the kind of line each is."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ import re
 import regex
 
 from citations.generators.extractive.scripts import word_count
-from citations.generators.extractive.thresholds import (
-    MIN_PAIR_SIMILARITY,
-    MIN_ROW_SIMILARITY,
-    MIN_WORDS,
-)
+from citations.generators.extractive.thresholds import MIN_WORDS
 from documents.chunk_context import cells, label_value
 from documents.markdown_structure import MarkdownStructure
 
@@ -123,14 +119,16 @@ def sentence_spans(text: str) -> list[tuple[int, int, bool]]:
             continue
         line, offset = line_match.group(), line_match.start()
         spans += [(a, b, True) for a, b in pairs.get(offset, ()) if word_count(text[a:b]) >= 2]
-        cuts = [0] + [m.end() for m in _SENTENCE_END.finditer(line)] + [len(line)]
+        # a row or a "Label: value" line is one fact: "Policy no. | INS-…" is not two
+        short_form = is_table_row(line) or _is_key_value(line)
+        ends = [] if short_form else [m.end() for m in _SENTENCE_END.finditer(line)]
+        cuts = [0, *ends, len(line)]
         for piece_start, piece_end in zip(cuts, cuts[1:], strict=False):
             start, end = offset + piece_start, offset + piece_end
             lead = _LEAD.match(text, start, end)
             start = lead.end() if lead else start
             while end > start and text[end - 1] in " |\t":
                 end -= 1
-            short_form = is_table_row(line) or _is_key_value(line)
             if word_count(text[start:end]) >= (2 if short_form else MIN_WORDS):
                 spans.append((start, end, False))
     return spans
@@ -145,19 +143,28 @@ def label_of(sentence: str) -> str:
     return pair[0] if pair else ""
 
 
+def label_in(sentence: str, kind: str) -> str:
+    """The label a candidate's value is given under: a pair's, a two-cell row's or a
+    "Label: value" line's; "" for prose and a register's row (its first cell is a
+    value, its labels are the header's)."""
+    if kind in {"pair", "key_value"} or (kind == "row" and len(cells(sentence)) == 2):
+        return label_of(sentence)
+    return ""
+
+
 def _is_key_value(line: str) -> bool:
     """A "**key**: value" line of a JSON file, or a form's short "Label: value" line."""
     return bool(_KEY_VALUE.match(line)) or label_value(line) is not None
 
 
-def similarity_floor_of(chunk: str, start: int, sentence: str) -> float:
-    """The similarity a sentence needs: more for the short forms that share a word
-    easily (a table row, a short key/value line) than for prose."""
+def sentence_kind(chunk: str, start: int, end: int) -> str:
+    """A candidate's kind, as the answer scorer weighs it: a table "row", a short
+    "key_value" line ("**provider**: MediCare", "Phone: …"), or "prose"."""
     line_start = chunk.rfind("\n", 0, start) + 1
     line_end = chunk.find("\n", start)
     line = chunk[line_start : line_end if line_end >= 0 else len(chunk)]
     if is_table_row(line):
-        return MIN_ROW_SIMILARITY
-    if _is_key_value(line) and word_count(sentence) < MIN_WORDS:
-        return MIN_PAIR_SIMILARITY
-    return 0.0
+        return "row"
+    if _is_key_value(line) and word_count(chunk[start:end]) < 2 * MIN_WORDS:
+        return "key_value"
+    return "prose"

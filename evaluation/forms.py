@@ -1,0 +1,461 @@
+"""Generated forms and registers: records of people written the common ways forms
+reach a document system, with the questions a user asks of them and their answers.
+
+Each record (a customer, a phone number, a policy number, a vehicle's VIN, a total,
+and fields nobody asks about) is written in one of :data:`LAYOUTS`, in PDF, DOCX,
+HTML or Markdown. The layouts, labels, field order, fonts and questions vary with a
+seed, so a scorer trained on some seeds is tested on forms it never saw. Values are
+unique across the records of a document: a quote holding the asked value is from the
+right record.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+FIRST = (
+    "Dmitri",
+    "Ana",
+    "Wei",
+    "Sara",
+    "Gabriel",
+    "Fatima",
+    "Olu",
+    "Ingrid",
+    "Kenji",
+    "Priya",
+    "Lucas",
+    "Maria",
+    "Tomasz",
+    "Aisha",
+    "Noah",
+    "Elena",
+    "Jonas",
+    "Mei",
+    "Omar",
+    "Chloe",
+    "Ravi",
+    "Hana",
+    "Pablo",
+    "Zoe",
+    "Ivan",
+    "Leila",
+    "Marco",
+    "Yuki",
+    "Samuel",
+    "Nora",
+)
+LAST = (
+    "Silva",
+    "Lopez",
+    "Chen",
+    "Kim",
+    "Diaz",
+    "Haddad",
+    "Adeyemi",
+    "Berg",
+    "Tanaka",
+    "Sharma",
+    "Moreau",
+    "Rossi",
+    "Nowak",
+    "Khan",
+    "Walker",
+    "Petrova",
+    "Becker",
+    "Wong",
+    "Farouk",
+    "Martin",
+    "Gupta",
+    "Sato",
+    "Ortega",
+    "Novak",
+    "Ivanova",
+    "Brandt",
+    "Costa",
+    "Okafor",
+    "Lindqvist",
+    "Keller",
+)
+
+# label wordings per field: forms say the same thing in different words
+LABELS = {
+    "customer": ("Customer name", "Customer", "Name", "Policyholder", "Insured"),
+    "phone": ("Phone", "Phone number", "Telephone", "Tel.", "Mobile phone"),
+    "policy": ("Policy number", "Policy no.", "Policy", "Policy ID", "Policy #"),
+    "vin": ("VIN", "Vehicle identification number", "VIN number", "Vehicle VIN", "Chassis VIN"),
+    "total": ("Total", "Total due", "Amount due", "Grand total", "Total amount"),
+    "email": ("Email", "E-mail", "Email address", "Contact email", "Mail"),
+    "city": ("City", "Town", "City of residence", "Home city", "Location"),
+    "date": ("Date", "Issue date", "Date issued", "Start date", "Effective date"),
+}
+ASKED = ("phone", "policy", "vin")
+# besides those, each record is asked one of these, when its form has the field
+ASKED_ALSO = ("total", "email", "date", "city")
+QUESTIONS = {
+    "total": (
+        "What is the total of {name}?",
+        "How much does {name} owe?",
+        "What is the amount due for {name}?",
+        "What is the grand total for {name}?",
+    ),
+    "email": (
+        "What is the email address of {name}?",
+        "What is {name}'s e-mail?",
+        "How can {name} be reached by email?",
+    ),
+    "date": (
+        "What is the date on {name}'s record?",
+        "When was {name}'s policy issued?",
+        "What date is given for {name}?",
+    ),
+    "city": (
+        "In which city does {name} live?",
+        "What city is {name} from?",
+        "Where does {name} live?",
+    ),
+    "phone": (
+        "What is the phone number of {name}?",
+        "What is {name}'s phone number?",
+        "Which phone number does {name} have?",
+        "How can {name} be reached by phone?",
+    ),
+    "policy": (
+        "What is the policy number of {name}?",
+        "What is {name}'s policy number?",
+        "Which policy number belongs to {name}?",
+        "What policy does {name} hold?",
+    ),
+    "vin": (
+        "What is the VIN of {name}'s vehicle?",
+        "What is the vehicle identification number of {name}'s car?",
+        "Which VIN is on {name}'s vehicle?",
+        "What is the VIN for {name}?",
+    ),
+}
+# a field no record has: the documents cannot answer it
+UNANSWERABLE = (
+    "What is the blood type of {name}?",
+    "What is the passport number of {name}?",
+    "Which dentist does {name} visit?",
+)
+NOTE = (
+    "This is a preliminary estimate for the visible damage of the vehicle. Additional damage, "
+    "repairs or parts may be found after the vehicle has been disassembled. Parts prices may "
+    "vary due to models and maker price updates. Please be advised that if the owner elects "
+    "to have the vehicle sent to service for any mechanical concerns, all service departments "
+    "charge a diagnostic fee. If the mechanical concern is deemed not related to an insurance "
+    "claim, the owner will be responsible for the charges. Payment is due on delivery of the "
+    "vehicle unless agreed otherwise in writing with the office. Storage fees apply to vehicles "
+    "left more than five days after the repair is complete."
+)
+_VIN_CHARS = "ABCDEFGHJKLMNPRSTUVWXYZ0123456789"
+CITIES = (
+    "Lisbon",
+    "Porto",
+    "Denver",
+    "Austin",
+    "Leeds",
+    "Malmo",
+    "Osaka",
+    "Lyon",
+    "Turin",
+    "Gdansk",
+    "Accra",
+    "Perth",
+)
+
+
+@dataclass(frozen=True)
+class Record:
+    customer: str
+    phone: str
+    policy: str
+    vin: str
+    total: str
+    email: str
+    city: str
+    date: str
+
+    def value(self, field: str) -> str:
+        return str(getattr(self, field))
+
+
+@dataclass(frozen=True)
+class FormQuestion:
+    question: str
+    answer: str | None  # None: nothing in the documents answers it
+    record: int
+    page: int | None  # the PDF page the answer is on
+
+
+@dataclass(frozen=True)
+class FormDocument:
+    name: str
+    data: bytes
+    layout: str
+    questions: tuple[FormQuestion, ...]
+
+
+def records(rng: random.Random, names: list[str]) -> list[Record]:
+    """A record per name, every value differing from every other record's."""
+    made = []
+    for n, name in enumerate(names):
+        area = rng.randint(201, 989)
+        made.append(
+            Record(
+                customer=name,
+                phone=rng.choice(
+                    (
+                        f"({area}) {rng.randint(200, 999)}-{rng.randint(1000, 9999)}",
+                        f"+1 {area} {rng.randint(200, 999)} {rng.randint(1000, 9999)}",
+                        f"{area}-{rng.randint(200, 999)}-{rng.randint(1000, 9999)}",
+                    )
+                ),
+                policy=rng.choice(("POL", "PL", "AUT", "INS"))
+                + f"-{rng.randint(100000, 999999)}-{n}",
+                vin="".join(rng.choice(_VIN_CHARS) for _ in range(16)) + str(n % 10),
+                total=f"{rng.randint(100, 9999):,}.{rng.randint(0, 99):02d}",
+                email=name.lower().replace(" ", ".") + f"{n}@example.com",
+                city=rng.choice(CITIES),
+                date=f"20{rng.randint(10, 25)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+            )
+        )
+    return made
+
+
+class _Style:
+    """One document's wording: a label per field, the field order, the questions."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.labels = {f: rng.choice(options) for f, options in LABELS.items()}
+        extra = rng.sample(["email", "city", "date"], rng.randint(1, 3))
+        fields = ["customer", "phone", "policy", "vin", "total", *extra]
+        rest = fields[1:]
+        rng.shuffle(rest)
+        self.fields = (
+            ["customer", *rest] if rng.random() < 0.7 else rest[:2] + ["customer"] + rest[2:]
+        )
+
+    def rows(self, record: Record) -> list[tuple[str, str]]:
+        return [(self.labels[f], record.value(f)) for f in self.fields]
+
+    def questions(self, people: list[Record], pages: list[int | None]) -> list[FormQuestion]:
+        asked = []
+        for n, (person, page) in enumerate(zip(people, pages, strict=True)):
+            extra = [f for f in ASKED_ALSO if f in self.fields]
+            for field in (*ASKED, self.rng.choice(extra)):
+                wording = self.rng.choice(QUESTIONS[field])
+                asked.append(
+                    FormQuestion(wording.format(name=person.customer), person.value(field), n, page)
+                )
+        person = self.rng.choice(people)
+        wording = self.rng.choice(UNANSWERABLE)
+        asked.append(
+            FormQuestion(wording.format(name=person.customer), None, people.index(person), None)
+        )
+        return asked
+
+
+def _heading(rng: random.Random, n: int, person: Record) -> str:
+    return rng.choice(
+        (f"Record {n + 1}", f"Customer {n + 1}", f"Policy record {n + 1}", person.customer)
+    )
+
+
+def _pdf(
+    draw: Callable[[object, random.Random], list[int]], rng: random.Random
+) -> tuple[bytes, list[int]]:
+    import pymupdf
+
+    document = pymupdf.open()
+    pages = draw(document, rng)
+    data = document.tobytes()
+    document.close()
+    return data, pages
+
+
+def pdf_label_lines(people: list[Record], style: _Style) -> tuple[bytes, list[int | None]]:
+    """One record a page as "Label: value" lines."""
+
+    def draw(document, rng):  # type: ignore[no-untyped-def]
+        import pymupdf
+
+        pages = []
+        size = rng.choice((10, 11, 12))
+        # an estimate's long note between its fields and its total puts the total in
+        # another chunk than the lines that name the record
+        noted = rng.random() < 0.5
+        for n, person in enumerate(people):
+            page = document.new_page()
+            y = 72.0
+            page.insert_text((72, y), _heading(rng, n, person), fontsize=size + 4)
+            y += 2.2 * size
+            rows = style.rows(person)
+            total = next(row for row in rows if row[0] == style.labels["total"])
+            for label, value in [r for r in rows if r != total] if noted else rows:
+                page.insert_text((72, y), f"{label}: {value}", fontsize=size)
+                y += 1.6 * size
+            if noted:
+                box = pymupdf.Rect(72, y, 520, y + 260)
+                page.insert_textbox(box, NOTE, fontsize=size - 1)
+                y += 270
+                page.insert_text((72, y), f"{total[0]}: {total[1]}", fontsize=size)
+            pages.append(n + 1)
+        return pages
+
+    data, pages = _pdf(draw, style.rng)
+    return data, list(pages)
+
+
+def pdf_register(people: list[Record], style: _Style) -> tuple[bytes, list[int | None]]:
+    """A ruled register: a header row, one record a row, several pages."""
+
+    def draw(document, rng):  # type: ignore[no-untyped-def]
+        import pymupdf
+
+        fields = style.fields
+        per_page = rng.choice((3, 4, 5))
+        widths = {"customer": 110, "phone": 95, "policy": 95, "vin": 125, "total": 60, "email": 150}
+        pages = []
+        size = 7
+        for start in range(0, len(people), per_page):
+            page = document.new_page(width=842, height=595)
+            page.insert_text((36, 50), "Customer register", fontsize=14)
+            columns = [f for f in fields if f in widths or f in ("city", "date")]
+            x_edges = [36.0]
+            for f in columns:
+                x_edges.append(x_edges[-1] + widths.get(f, 70))
+            rows = [[style.labels[f] for f in columns]] + [
+                [p.value(f) for f in columns] for p in people[start : start + per_page]
+            ]
+            y = 70.0
+            for row in rows:
+                for x0, x1, text in zip(x_edges, x_edges[1:], row, strict=False):
+                    page.draw_rect(pymupdf.Rect(x0, y, x1, y + 18), width=0.6)
+                    page.insert_text((x0 + 3, y + 12), text, fontsize=size)
+                y += 18
+            pages += [document.page_count] * len(rows[1:])
+        return pages
+
+    data, pages = _pdf(draw, style.rng)
+    return data, list(pages)
+
+
+def pdf_borderless(people: list[Record], style: _Style) -> tuple[bytes, list[int | None]]:
+    """A borderless two-column label/value table under a heading, one or two a page."""
+
+    def draw(document, rng):  # type: ignore[no-untyped-def]
+        import pymupdf
+
+        per_page = rng.choice((1, 2))
+        size = rng.choice((10, 11))
+        # the value column starts past the longest label, by a gap a designer would pick
+        widest = max(
+            pymupdf.get_text_length(label, fontsize=size) for label, _ in style.rows(people[0])
+        )
+        value_x = 72 + widest + rng.choice((12, 24, 48))
+        pages = []
+        page = None
+        y = 0.0
+        for n, person in enumerate(people):
+            if n % per_page == 0:
+                page = document.new_page()
+                y = 72.0
+            assert page is not None
+            page.insert_text((72, y), _heading(rng, n, person), fontsize=size + 3)
+            y += 2.2 * size
+            for label, value in style.rows(person):
+                page.insert_text((72, y), label, fontsize=size)
+                page.insert_text((value_x, y), value, fontsize=size)
+                y += 1.7 * size
+            y += 3 * size
+            pages.append(document.page_count)
+        return pages
+
+    data, pages = _pdf(draw, style.rng)
+    return data, list(pages)
+
+
+def docx_tables(people: list[Record], style: _Style) -> tuple[bytes, list[int | None]]:
+    """A heading and a two-column table per record."""
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Customer records", level=1)
+    for n, person in enumerate(people):
+        document.add_heading(_heading(style.rng, n, person), level=2)
+        rows = style.rows(person)
+        table = document.add_table(rows=len(rows), cols=2)
+        table.style = style.rng.choice(("Table Grid", "Light List", "Normal Table"))
+        for row, (label, value) in zip(table.rows, rows, strict=True):
+            row.cells[0].text = label
+            row.cells[1].text = value
+        if style.rng.random() < 0.5:
+            document.add_paragraph("Reviewed by the claims office.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue(), [None] * len(people)
+
+
+def html_table(people: list[Record], style: _Style) -> tuple[bytes, list[int | None]]:
+    """One table with a header row, a record a row."""
+    from html import escape
+
+    head = "".join(f"<th>{escape(style.labels[f])}</th>" for f in style.fields)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(p.value(f))}</td>" for f in style.fields) + "</tr>"
+        for p in people
+    )
+    html = (
+        "<html><head><title>Customer register</title></head><body>"
+        f"<h1>Customer register</h1><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></body></html>"
+    )
+    return html.encode(), [None] * len(people)
+
+
+def markdown_lists(people: list[Record], style: _Style) -> tuple[bytes, list[int | None]]:
+    """A section per record with ``- **Label:** value`` list items."""
+    bullet = style.rng.choice(
+        ("- **{label}:** {value}", "* **{label}**: {value}", "- {label}: {value}")
+    )
+    parts = ["# Customer records\n"]
+    for n, person in enumerate(people):
+        parts.append(f"## {_heading(style.rng, n, person)}\n")
+        parts += [bullet.format(label=label, value=value) for label, value in style.rows(person)]
+        parts.append("")
+    return "\n".join(parts).encode(), [None] * len(people)
+
+
+LAYOUTS: dict[str, tuple[str, Callable[[list[Record], _Style], tuple[bytes, list[int | None]]]]] = {
+    "pdf_label_lines": ("pdf", pdf_label_lines),
+    "pdf_register": ("pdf", pdf_register),
+    "pdf_borderless": ("pdf", pdf_borderless),
+    "docx_tables": ("docx", docx_tables),
+    "html_table": ("html", html_table),
+    "markdown_lists": ("md", markdown_lists),
+}
+
+
+def form_document(layout: str, seed: int, *, count: int = 9) -> FormDocument:
+    """``count`` records in ``layout``, worded by ``seed``, with their questions."""
+    rng = random.Random(f"{layout}:{seed}")
+    # the layouts of one seed share no name: a library of them names each person once
+    pool = random.Random(f"names:{seed}").sample(
+        [f"{f} {last}" for f in FIRST for last in LAST], count * len(LAYOUTS)
+    )
+    slot = list(LAYOUTS).index(layout)
+    people = records(rng, pool[slot * count : (slot + 1) * count])
+    style = _Style(rng)
+    extension, write = LAYOUTS[layout]
+    data, pages = write(people, style)
+    if extension != "pdf":
+        pages = [None] * len(people)
+    return FormDocument(
+        f"{layout}-{seed}.{extension}", data, layout, tuple(style.questions(people, pages))
+    )

@@ -1,0 +1,61 @@
+"""Fit the extractive generator's answer scorer and write its model file and report."""
+
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from evaluation.scorer_training import REPORT_PATH, gather, model_document, train, write
+from evaluation.squad import SquadError, squad_load
+
+DEFAULT_SQUAD = Path(__file__).resolve().parents[4] / "shared/corpus/qa/squad-v1.1-dev-subset6.json"
+
+
+def _host() -> str:
+    """The CPU model and its vector flags, as every figure is reported with."""
+    model, flags = platform.processor() or "unknown CPU", []
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and model == (platform.processor() or "unknown CPU"):
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                flags = [f for f in ("avx2", "avx512f", "avx512_vnni", "amx_tile") if f in have]
+                break
+    except OSError:
+        pass
+    return f"{model} ({', '.join(flags) or 'no AVX2'})"
+
+
+class Command(BaseCommand):
+    help = (
+        "Generate the labelled questions (forms in every layout, SQuAD prose, withheld "
+        "documents), fit the answer scorer on the training split, choose its thresholds, "
+        "evaluate it on the test split and write answer_scorer.json and its report."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--squad", type=Path, default=DEFAULT_SQUAD, help="SQuAD v1.1 JSON")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="print the test report, write nothing"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path: Path = options["squad"]
+        try:
+            articles = squad_load(path.read_bytes())
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+        except SquadError as exc:
+            raise CommandError(f"{path}: {exc}") from exc
+        gathered = gather(articles, progress=lambda line: self.stdout.write(line))
+        scorer, report = train(gathered)
+        document = model_document(scorer, report)
+        self.stdout.write(json.dumps(report, indent=1))
+        if not options["dry_run"]:
+            write(document, _host())
+            self.stdout.write(self.style.SUCCESS(f"wrote the model and {REPORT_PATH}"))
