@@ -4,7 +4,7 @@ written and chained in one transaction that completes the execution."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -26,7 +26,7 @@ from citations.models import (
 )
 from citations.payload import revision_label
 from citations.services.abandoning import QueryAbandoned
-from citations.services.searching import Retrieved, hit_payload, passage_title
+from citations.services.searching import Retrieved, passage_title
 from citations.tracing import TraceSegment, trace_emit, trace_line
 from citations.validation import validate_citations
 
@@ -52,12 +52,15 @@ def evidence_record(
     index_hash: str,
     embed_model: str,
     analyzer: str,
+    payload_of: Callable[[Retrieved], dict],
     started: float,
     generation: Generation | None = None,
     stepped: SteppedEvidence | None = None,
     written_by: tuple[str, str] = ("", ""),
 ) -> None:
-    """``written_by``: the generator that wrote the answer, and why the app's model did
+    """``analyzer`` is the read path's (the searcher checked the index's against it);
+    ``payload_of`` issues a hit's citation payload as the generator was given it;
+    ``written_by``: the generator that wrote the answer, and why the app's model did
     not when it fell back to another."""
     hits = [
         RetrievalHit(
@@ -74,13 +77,15 @@ def evidence_record(
             lexical_rank=r.hit.lexical_rank,
             k_pos=r.k_pos,
             k_final=r.k_final,
-            payload=hit_payload(r, index_hash, embed_model, analyzer),
+            payload=payload_of(r),
         )
         for r in retrieved
     ]
     RetrievalHit.objects.bulk_create(hits)
     sources = _quoted_sources(execution, retrieved, hits, composition)
-    segments, claims = _claims(execution, retrieved, hits, composition, sources)
+    segments, claims = _claims(
+        execution, retrieved, hits, composition, sources, read_analyzer=analyzer
+    )
     validator_status = (
         "ok"
         if all(s.lambda_state == "convergent" for s in segments)
@@ -176,6 +181,8 @@ def _claims(
     hits: list[RetrievalHit],
     composition: Composition,
     sources: dict[int, QuotedSource],
+    *,
+    read_analyzer: str,
 ) -> tuple[list[TraceSegment], list[ClaimCitation]]:
     rows: list[ClaimCitation] = []
     segments: list[TraceSegment] = []
@@ -198,7 +205,7 @@ def _claims(
         )
         code = validate_citations(
             [hit.payload],
-            read_analyzer=hit.payload["analyzer"],
+            read_analyzer=read_analyzer,
             revisions={str(chunk.pk): revision_label(chunk.file.revision, chunk.file.sha256)},
         )
         segments.append(
