@@ -18,6 +18,8 @@ from citations.llm_apps import app_create
 from citations.models import App, QueryExecution, QueryStatus, RetrievalHit
 from citations.services import query_execute
 from citations.services.searching import IndexMismatch, searcher_for
+from citations.threads import services as thread_services
+from core.api_keys import api_key_verify
 from documents.fulltext import ANALYZER
 from documents.models import Chunk, DataSource, Organization
 from retrieval.embedders import EMBED_DIMENSIONS, configured_model_id
@@ -267,3 +269,59 @@ def test_an_index_of_another_embed_model_is_a_409_not_a_500(corpus: Path) -> Non
     )
     assert response.status_code == 409, response.content
     assert response.json()["error"]["code"] == "embed_model_mismatch"
+
+
+def _thread_run(papers: Papers, app: App) -> dict:
+    """A thread run answered as the worker answers it (no request), read over REST."""
+    owner = api_key_verify(presented=papers.key)
+    thread = thread_services.thread_create(organization=papers.organization, api_key=owner)
+    thread_services.message_create(thread=thread, role="user", content=QUESTION)
+    run = thread_services.run_create(thread=thread, app=app)
+    thread_services.run_execute(run_id=str(run.pk))
+    return _client(papers.key).get(f"/v1/threads/{thread.pk}/runs/{run.pk}").json()
+
+
+@override_settings(PROVENANCE_PUBLIC_URL="https://docs.example.com")
+def test_a_thread_run_s_source_url_is_on_the_configured_public_url(papers: Papers) -> None:
+    run = _thread_run(papers, papers.app())
+    assert run["status"] == "completed", run["last_error"]
+    hits = RetrievalHit.objects.filter(query_id=run["query_id"]).select_related("chunk")
+    assert hits and {h.payload["source_url"] for h in hits} == {
+        f"https://docs.example.com{_chunk_path(h)}" for h in hits
+    }
+
+
+def test_a_thread_run_over_an_index_of_another_analyzer_fails_with_the_reason(
+    corpus: Path,
+) -> None:
+    papers = _papers(corpus, analyzer=OLDER_ANALYZER)
+    run = _thread_run(papers, papers.app())
+    assert run["status"] == "failed"
+    assert run["last_error"]["code"] == "server_error"
+    assert run["last_error"]["message"].startswith("analyzer_mismatch: the index")
+    assert QueryExecution.objects.get().status == QueryStatus.FAILED
+
+
+def _respond(papers: Papers, app: App, host: str = "testserver") -> dict:
+    response = _client(papers.key, host=host).post(
+        "/v1/responses", {"model": str(app.pk), "input": QUESTION}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_a_response_s_source_url_is_on_the_host_it_was_asked_at(papers: Papers) -> None:
+    answered = _respond(papers, papers.app(), host="localhost:8123")
+    assert answered["status"] == "completed", answered["error"]
+    urls = {h.payload["source_url"] for h in RetrievalHit.objects.all()}
+    assert urls and all(u.startswith("http://localhost:8123/v1/flow/vectordb/") for u in urls)
+
+
+def test_a_response_over_an_index_of_another_analyzer_fails_with_the_reason(
+    corpus: Path,
+) -> None:
+    papers = _papers(corpus, analyzer=OLDER_ANALYZER)
+    answered = _respond(papers, papers.app())
+    assert answered["status"] == "failed"
+    assert answered["error"]["code"] == "server_error"
+    assert answered["error"]["message"].startswith("analyzer_mismatch: the index")
