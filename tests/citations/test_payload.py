@@ -103,9 +103,9 @@ def test_each_hit_s_window_is_what_its_snippet_shares_with_its_neighbours(papers
         pre = max(0, before.char_end - chunk.char_start) if before else 0
         post = max(0, chunk.char_end - after.char_start) if after else 0
         assert window == {"pre": pre, "post": post}, chunk.position
-        if pre:  # the snippet opens with the previous chunk's last characters
+        if before and pre:  # the snippet opens with the previous chunk's last characters
             assert chunk.chunk_text[:pre] == before.chunk_text[-pre:]
-        if post:
+        if after and post:
             assert chunk.chunk_text[-post:] == after.chunk_text[:post]
         shared += bool(pre or post)
         if before is None:

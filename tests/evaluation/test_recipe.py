@@ -19,7 +19,7 @@ from tests.evaluation.conftest import Shelf
 pytestmark = pytest.mark.django_db
 
 # (question, its paraphrases); the first three are of one section, the last of another
-ASKED = (
+ASKED: tuple[tuple[str, list[str]], ...] = (
     (
         "When did the 1973 oil crisis begin?",
         [
