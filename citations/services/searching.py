@@ -62,8 +62,9 @@ def _analyzer_parity(database: VectorDatabase, read_analyzer: str) -> None:
         raise IndexMismatch(
             f"the index {database.name!r} was built with the analyzer {database.analyzer!r} "
             f"and this server reads with {read_analyzer!r}: its full-text matches would "
-            "compare words analysed differently. Migrate the database with this release "
-            "(manage.py migrate), which rebuilds the index with its analyzer, then ask again",
+            "compare words analysed differently. An index an earlier release wrote is "
+            "brought to this analyzer by its migrations (manage.py migrate); otherwise "
+            "answer with the release that built it",
             code="analyzer_mismatch",
         )
 
@@ -133,8 +134,14 @@ def searcher_for(
             "index with this model (re-ingest its documents), then ask again",
             code="embed_model_mismatch",
         )
-    origin = base_url or settings.PROVENANCE_PUBLIC_URL
-    return Searcher(app, embedder, index_hash, embed_model, analyzer, origin)
+    return Searcher(
+        app=app,
+        embedder=embedder,
+        index_hash=index_hash,
+        embed_model=embed_model,
+        analyzer=analyzer,
+        base_url=base_url or settings.PROVENANCE_PUBLIC_URL,
+    )
 
 
 def _passage(index: int, r: Retrieved, payload: dict) -> Passage:
