@@ -48,8 +48,11 @@ class Papers:
         )
 
 
-def _papers(corpus: Path, *, analyzer: str = ANALYZER, embed_model: str = "") -> Papers:
-    """The paper ingested into an index of its own, recorded with ``analyzer``."""
+def _papers(corpus: Path | None, *, analyzer: str = ANALYZER, embed_model: str = "") -> Papers:
+    """An index of its own, recorded with ``analyzer`` and ``embed_model``, holding the
+    paper (none without ``corpus``: the parity checks come before any search, and each
+    test's rolled-back chunks stay in the HNSW graph until a vacuum, so the tests that
+    need no document ingest none)."""
     org = factories.organization("Acme")
     database = VectorDatabase.objects.create(
         organization=org,
@@ -59,13 +62,19 @@ def _papers(corpus: Path, *, analyzer: str = ANALYZER, embed_model: str = "") ->
         analyzer=analyzer,
     )
     source = DataSource.objects.create(organization=org, name="Papers", vector_database=database)
-    ingest(source, "autogen.md", (corpus / PAPER).read_text())
+    if corpus is not None:
+        ingest(source, "autogen.md", (corpus / PAPER).read_text())
     return Papers(org, factories.api_key(org), source)
 
 
 @pytest.fixture
 def papers(corpus: Path) -> Papers:
     return _papers(corpus)
+
+
+@pytest.fixture
+def no_papers() -> Papers:
+    return _papers(None)
 
 
 def _client(key: str, host: str = "testserver") -> APIClient:
@@ -92,9 +101,15 @@ def _neighbour(chunk: Chunk, step: int) -> Chunk | None:
 
 
 def test_each_hit_s_window_is_what_its_snippet_shares_with_its_neighbours(papers: Papers) -> None:
-    execution = query_execute(app=papers.app(), question=QUESTION)
+    app = papers.app()
+    searcher = searcher_for(app)
+    retrieved, _ = searcher.search(QUESTION)
+    issued = [p.payload["window"] for p in searcher.passages(retrieved) if p.payload]
+    execution = query_execute(app=app, question=QUESTION)
     hits = list(RetrievalHit.objects.filter(query=execution).select_related("chunk"))
     assert len(hits) >= 3
+    # the generator is given the window the answer records
+    assert issued == [h.payload["window"] for h in sorted(hits, key=lambda h: h.k_final or 0)]
     shared = 0
     for hit in hits:
         chunk, window = hit.chunk, hit.payload["window"]
@@ -108,33 +123,7 @@ def test_each_hit_s_window_is_what_its_snippet_shares_with_its_neighbours(papers
         if after and post:
             assert chunk.chunk_text[-post:] == after.chunk_text[:post]
         shared += bool(pre or post)
-        if before is None:
-            assert window["pre"] == 0
     assert shared, "the paper's chunks overlap: some hit shares context with a neighbour"
-
-
-def test_the_window_is_returned_with_the_payload_over_rest(papers: Papers) -> None:
-    app = papers.app()
-    client = _client(papers.key)
-    asked = _ask(client, app)
-    detail = client.get(f"/semantics/apps/{app.pk}/query-executions/{asked['query_id']}").json()
-    stored = {
-        str(h.chunk_id): h.payload["window"]
-        for h in RetrievalHit.objects.filter(query_id=asked["query_id"])
-    }
-    returned = {h["citation"]["snippet_id"]: h["citation"]["window"] for h in detail["hits"]}
-    assert returned == stored and len(returned) == len(detail["hits"]) > 0
-
-
-def test_the_window_is_issued_to_the_generator_with_the_payload_it_records(
-    papers: Papers,
-) -> None:
-    searcher = searcher_for(papers.app())
-    retrieved, _ = searcher.search(QUESTION)
-    passages = searcher.passages(retrieved)
-    assert [p.payload["window"] for p in passages if p.payload] == [
-        {"pre": r.window.pre, "post": r.window.post} for r in retrieved
-    ]
 
 
 # --- source_url ----------------------------------------------------------------------
@@ -142,6 +131,10 @@ def test_the_window_is_issued_to_the_generator_with_the_payload_it_records(
 
 def _chunk_path(hit: RetrievalHit) -> str:
     return f"/v1/flow/vectordb/{hit.chunk.vector_database_id}/chunk/{hit.chunk_id}"
+
+
+def _payload_urls(**filters: object) -> set[str]:
+    return {h.payload["source_url"] for h in RetrievalHit.objects.filter(**filters)}
 
 
 def test_source_url_is_absolute_on_the_host_the_question_was_asked_at(papers: Papers) -> None:
@@ -156,44 +149,54 @@ def test_source_url_is_absolute_on_the_host_the_question_was_asked_at(papers: Pa
     urls = [h["citation"]["source_url"] for h in detail["hits"]]
     urls += [c["source_url"] for c in detail["auditable"]["citations"]]
     assert all(u.startswith("http://localhost:8123/v1/flow/vectordb/") for u in urls), urls
+    # the window is returned with the payload as stored
+    returned = {h["citation"]["snippet_id"]: h["citation"]["window"] for h in detail["hits"]}
+    assert returned == {str(h.chunk_id): h.payload["window"] for h in hits}
     # the link leads to the chunk it names
     first = detail["hits"][0]["citation"]
     chunk = client.get(urlsplit(first["source_url"]).path)
     assert chunk.status_code == 200 and chunk.json()["chunk_id"] == first["snippet_id"]
+    # the Responses API too
+    answered = _respond(papers, app, host="localhost:8123")
+    assert answered["status"] == "completed", answered["error"]
+    responded = _payload_urls(query__origin="response")
+    assert responded and all(
+        u.startswith("http://localhost:8123/v1/flow/vectordb/") for u in responded
+    )
 
 
 @override_settings(PROVENANCE_PUBLIC_URL="https://docs.example.com")
-def test_without_a_request_source_url_is_on_the_configured_public_url(papers: Papers) -> None:
-    execution = query_execute(app=papers.app(), question=QUESTION, origin="cli")
+def test_without_a_request_source_url_is_on_the_public_url_or_ask_s_base_url(
+    papers: Papers,
+) -> None:
+    app = papers.app()
+    execution = query_execute(app=app, question=QUESTION, origin="evaluation")
     hits = list(RetrievalHit.objects.filter(query=execution).select_related("chunk"))
-    assert hits
-    assert {h.payload["source_url"] for h in hits} == {
+    assert hits and {h.payload["source_url"] for h in hits} == {
         f"https://docs.example.com{_chunk_path(h)}" for h in hits
     }
-
-
-@override_settings(PROVENANCE_PUBLIC_URL="https://docs.example.com")
-def test_the_ask_command_makes_source_url_absolute_on_its_base_url(papers: Papers) -> None:
-    papers.app()
+    run = _thread_run(papers, app)  # answered as the worker answers it
+    assert run["status"] == "completed", run["last_error"]
+    ran = _payload_urls(query_id=run["query_id"])
+    assert ran and all(u.startswith("https://docs.example.com/v1/flow/vectordb/") for u in ran)
     call_command("ask", QUESTION, "--json", "--base-url", "https://audit.example.org/")
-    execution = QueryExecution.objects.get(origin="cli")
-    urls = {h.payload["source_url"] for h in RetrievalHit.objects.filter(query=execution)}
-    assert urls and all(u.startswith("https://audit.example.org/v1/flow/vectordb/") for u in urls)
+    asked = _payload_urls(query__origin="cli")
+    assert asked and all(u.startswith("https://audit.example.org/v1/flow/vectordb/") for u in asked)
 
 
 @pytest.mark.parametrize("base_url", ["ftp://audit.example.org", "javascript:alert(1)", "x" * 600])
 def test_the_ask_command_refuses_a_base_url_that_is_no_http_url(
-    papers: Papers, base_url: str
+    no_papers: Papers, base_url: str
 ) -> None:
-    papers.app()
+    no_papers.app()
     with pytest.raises(CommandError, match="http"):
         call_command("ask", QUESTION, "--base-url", base_url)
     assert not QueryExecution.objects.exists()
 
 
-def test_a_host_the_site_does_not_serve_gets_400_and_no_answer(papers: Papers) -> None:
-    app = papers.app()
-    response = _client(papers.key, host="evil.example").post(
+def test_a_host_the_site_does_not_serve_gets_400_and_no_answer(no_papers: Papers) -> None:
+    app = no_papers.app()
+    response = _client(no_papers.key, host="evil.example").post(
         f"/semantics/apps/{app.pk}/query-executions", {"query": QUESTION}, format="json"
     )
     assert response.status_code == 400
@@ -230,11 +233,10 @@ def test_a_public_url_that_is_no_http_origin_stops_start_up(
 # --- analyzer parity ----------------------------------------------------------------
 
 
-def test_an_index_built_with_another_analyzer_fails_the_answer_fast_with_409(
-    corpus: Path,
-) -> None:
+def test_an_index_built_with_another_analyzer_fails_every_answer_fast(corpus: Path) -> None:
     papers = _papers(corpus, analyzer=OLDER_ANALYZER)
     app = papers.app()
+    # REST: 409 with the code and a message naming both analyzers
     response = _client(papers.key).post(
         f"/semantics/apps/{app.pk}/query-executions", {"query": QUESTION}, format="json"
     )
@@ -243,27 +245,30 @@ def test_an_index_built_with_another_analyzer_fails_the_answer_fast_with_409(
     assert error["code"] == "analyzer_mismatch" and error["type"] == "conflict_error"
     assert repr(OLDER_ANALYZER) in error["message"] and repr(ANALYZER) in error["message"]
     execution = QueryExecution.objects.get(app=app)
-    assert execution.status == QueryStatus.FAILED
-    assert "analyzer" in execution.error_message
-    assert not RetrievalHit.objects.filter(query=execution).exists()  # nothing searched
+    assert execution.status == QueryStatus.FAILED and "analyzer" in execution.error_message
+    assert not RetrievalHit.objects.exists()  # nothing was searched
+    # a thread run and a response end failed with the reason; ask says it
+    run = _thread_run(papers, app)
+    assert run["status"] == "failed" and run["last_error"]["code"] == "server_error"
+    assert run["last_error"]["message"].startswith("analyzer_mismatch: the index")
+    answered = _respond(papers, app)
+    assert answered["status"] == "failed" and answered["error"]["code"] == "server_error"
+    assert answered["error"]["message"].startswith("analyzer_mismatch: the index")
+    with pytest.raises(CommandError, match="analyzer"):
+        call_command("ask", QUESTION)
+    assert set(QueryExecution.objects.values_list("status", flat=True)) == {QueryStatus.FAILED}
 
 
-def test_a_read_path_with_another_analyzer_than_the_index_s_fails_fast(papers: Papers) -> None:
-    app = papers.app()
+def test_a_read_path_with_another_analyzer_than_the_index_s_fails_fast(no_papers: Papers) -> None:
+    app = no_papers.app()
     with pytest.raises(IndexMismatch) as raised:
         searcher_for(app, read_analyzer="simple+spaced-scripts")
     assert raised.value.code == "analyzer_mismatch" and raised.value.status == 409
     assert searcher_for(app).analyzer == ANALYZER  # the index's own read path answers
 
 
-def test_the_ask_command_says_the_analyzer_mismatch(corpus: Path) -> None:
-    _papers(corpus, analyzer=OLDER_ANALYZER).app()
-    with pytest.raises(CommandError, match="analyzer"):
-        call_command("ask", QUESTION)
-
-
-def test_an_index_of_another_embed_model_is_a_409_not_a_500(corpus: Path) -> None:
-    papers = _papers(corpus, embed_model="BAAI/bge-small-en-v1.5")
+def test_an_index_of_another_embed_model_is_a_409_not_a_500() -> None:
+    papers = _papers(None, embed_model="BAAI/bge-small-en-v1.5")
     response = _client(papers.key).post(
         f"/semantics/apps/{papers.app().pk}/query-executions", {"query": QUESTION}, format="json"
     )
@@ -281,47 +286,9 @@ def _thread_run(papers: Papers, app: App) -> dict:
     return _client(papers.key).get(f"/v1/threads/{thread.pk}/runs/{run.pk}").json()
 
 
-@override_settings(PROVENANCE_PUBLIC_URL="https://docs.example.com")
-def test_a_thread_run_s_source_url_is_on_the_configured_public_url(papers: Papers) -> None:
-    run = _thread_run(papers, papers.app())
-    assert run["status"] == "completed", run["last_error"]
-    hits = RetrievalHit.objects.filter(query_id=run["query_id"]).select_related("chunk")
-    assert hits and {h.payload["source_url"] for h in hits} == {
-        f"https://docs.example.com{_chunk_path(h)}" for h in hits
-    }
-
-
-def test_a_thread_run_over_an_index_of_another_analyzer_fails_with_the_reason(
-    corpus: Path,
-) -> None:
-    papers = _papers(corpus, analyzer=OLDER_ANALYZER)
-    run = _thread_run(papers, papers.app())
-    assert run["status"] == "failed"
-    assert run["last_error"]["code"] == "server_error"
-    assert run["last_error"]["message"].startswith("analyzer_mismatch: the index")
-    assert QueryExecution.objects.get().status == QueryStatus.FAILED
-
-
 def _respond(papers: Papers, app: App, host: str = "testserver") -> dict:
     response = _client(papers.key, host=host).post(
         "/v1/responses", {"model": str(app.pk), "input": QUESTION}, format="json"
     )
     assert response.status_code == 200, response.content
     return response.json()
-
-
-def test_a_response_s_source_url_is_on_the_host_it_was_asked_at(papers: Papers) -> None:
-    answered = _respond(papers, papers.app(), host="localhost:8123")
-    assert answered["status"] == "completed", answered["error"]
-    urls = {h.payload["source_url"] for h in RetrievalHit.objects.all()}
-    assert urls and all(u.startswith("http://localhost:8123/v1/flow/vectordb/") for u in urls)
-
-
-def test_a_response_over_an_index_of_another_analyzer_fails_with_the_reason(
-    corpus: Path,
-) -> None:
-    papers = _papers(corpus, analyzer=OLDER_ANALYZER)
-    answered = _respond(papers, papers.app())
-    assert answered["status"] == "failed"
-    assert answered["error"]["code"] == "server_error"
-    assert answered["error"]["message"].startswith("analyzer_mismatch: the index")
