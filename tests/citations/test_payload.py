@@ -159,7 +159,7 @@ def test_source_url_is_absolute_on_the_host_the_question_was_asked_at(papers: Pa
     # the Responses API too
     answered = _respond(papers, app, host="localhost:8123")
     assert answered["status"] == "completed", answered["error"]
-    responded = _payload_urls(query__origin="response")
+    responded = _payload_urls(query__app=app, query__origin="response")
     assert responded and all(
         u.startswith("http://localhost:8123/v1/flow/vectordb/") for u in responded
     )
@@ -179,8 +179,9 @@ def test_without_a_request_source_url_is_on_the_public_url_or_ask_s_base_url(
     assert run["status"] == "completed", run["last_error"]
     ran = _payload_urls(query_id=run["query_id"])
     assert ran and all(u.startswith("https://docs.example.com/v1/flow/vectordb/") for u in ran)
-    call_command("ask", QUESTION, "--json", "--base-url", "https://audit.example.org/")
-    asked = _payload_urls(query__origin="cli")
+    ask = ("ask", QUESTION, "--app", str(app.pk), "--json")
+    call_command(*ask, "--base-url", "https://audit.example.org/")
+    asked = _payload_urls(query__app=app, query__origin="cli")
     assert asked and all(u.startswith("https://audit.example.org/v1/flow/vectordb/") for u in asked)
 
 
@@ -188,10 +189,10 @@ def test_without_a_request_source_url_is_on_the_public_url_or_ask_s_base_url(
 def test_the_ask_command_refuses_a_base_url_that_is_no_http_url(
     no_papers: Papers, base_url: str
 ) -> None:
-    no_papers.app()
+    app = no_papers.app()
     with pytest.raises(CommandError, match="http"):
-        call_command("ask", QUESTION, "--base-url", base_url)
-    assert not QueryExecution.objects.exists()
+        call_command("ask", QUESTION, "--app", str(app.pk), "--base-url", base_url)
+    assert not QueryExecution.objects.filter(app=app).exists()
 
 
 def test_a_host_the_site_does_not_serve_gets_400_and_no_answer(no_papers: Papers) -> None:
@@ -200,7 +201,7 @@ def test_a_host_the_site_does_not_serve_gets_400_and_no_answer(no_papers: Papers
         f"/semantics/apps/{app.pk}/query-executions", {"query": QUESTION}, format="json"
     )
     assert response.status_code == 400
-    assert not QueryExecution.objects.exists()
+    assert not QueryExecution.objects.filter(app=app).exists()
 
 
 @pytest.mark.parametrize(
@@ -246,7 +247,7 @@ def test_an_index_built_with_another_analyzer_fails_every_answer_fast(corpus: Pa
     assert repr(OLDER_ANALYZER) in error["message"] and repr(ANALYZER) in error["message"]
     execution = QueryExecution.objects.get(app=app)
     assert execution.status == QueryStatus.FAILED and "analyzer" in execution.error_message
-    assert not RetrievalHit.objects.exists()  # nothing was searched
+    assert not RetrievalHit.objects.filter(query__app=app).exists()  # nothing was searched
     # a thread run and a response end failed with the reason; ask says it
     run = _thread_run(papers, app)
     assert run["status"] == "failed" and run["last_error"]["code"] == "server_error"
@@ -255,8 +256,9 @@ def test_an_index_built_with_another_analyzer_fails_every_answer_fast(corpus: Pa
     assert answered["status"] == "failed" and answered["error"]["code"] == "server_error"
     assert answered["error"]["message"].startswith("analyzer_mismatch: the index")
     with pytest.raises(CommandError, match="analyzer"):
-        call_command("ask", QUESTION)
-    assert set(QueryExecution.objects.values_list("status", flat=True)) == {QueryStatus.FAILED}
+        call_command("ask", QUESTION, "--app", str(app.pk))
+    statuses = set(QueryExecution.objects.filter(app=app).values_list("status", flat=True))
+    assert statuses == {QueryStatus.FAILED}
 
 
 def test_a_read_path_with_another_analyzer_than_the_index_s_fails_fast(no_papers: Papers) -> None:
