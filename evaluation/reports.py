@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from evaluation.goldsets import GoldItem
 from evaluation.models import EvaluationItem, EvaluationOutcome, EvaluationRun
 from evaluation.plots import PLOT_NAMES, plot_png
+from evaluation.recipe import recipe_warnings
 from evaluation.scoring import targets_compare, worst_first
 from evaluation.services import run_status
 
@@ -16,6 +18,8 @@ HEADLINE = (
     "coverage",
     "answer_coverage",
     "delta_s_over_045",
+    "lambda_convergent",
+    "lambda_questions",
     "abstention_rate",
     "false_abstention_rate",
     "latency_p50_ms",
@@ -49,6 +53,13 @@ def item_record(item: EvaluationItem) -> dict:
     }
 
 
+def run_warnings(run: EvaluationRun) -> list[str]:
+    """The run's own warnings (unknown expected documents), then what it lacks of the
+    evaluation recipe (evaluation/recipe.py), read from the items as asked."""
+    items = [GoldItem.from_json(data) for data in run.gold_items]
+    return [*run.warnings, *recipe_warnings(items=items, seeds=run.seeds)]
+
+
 def report_json(run: EvaluationRun) -> dict:
     outcome = EvaluationOutcome.objects.filter(run=run).first()
     figures = outcome.figures if outcome else {}
@@ -61,7 +72,7 @@ def report_json(run: EvaluationRun) -> dict:
         "started_by": run.started_by_label,
         "started_at": run.created_at.isoformat(),
         "finished_at": outcome.finished_at.isoformat() if outcome else None,
-        "warnings": run.warnings,
+        "warnings": run_warnings(run),
         **figures,
         "items": [item_record(i) for i in run.items.order_by("position")],
     }
@@ -81,7 +92,7 @@ def report_markdown(run: EvaluationRun, base_url: str = "") -> str:
         f"- gold set sha256 `{run.gold_sha256}`, {len(run.gold_items)} items, "
         f"{data.get('questions', 0)} questions asked ({run.seeds} seed(s))",
         f"- settings: {json.dumps(run.app_settings, sort_keys=True)}",
-        *[f"- warning: {w}" for w in run.warnings],
+        *[f"- warning: {w}" for w in data["warnings"]],
         "",
         "## Figures",
         "",

@@ -15,9 +15,11 @@ from uuid import UUID
 
 import numpy as np
 
+from citations.models import RagTrace
 from documents.models import Location
 from evaluation.goldsets import document_name_matches
 from evaluation.models import EvaluationItem, Verdict
+from evaluation.recipe import measures_lambda
 from evaluation.squad import SECTION_SEPARATOR
 
 DELTA_S_LIMIT = 0.45
@@ -27,7 +29,10 @@ TARGETS = {
     "citation_match_rate": (">=", 0.95),
     "coverage": (">=", 0.70),
     "delta_s_over_045": ("<=", 0.0),  # ΔS(question, retrieved) ≤ 0.45 for every question
+    # λ convergent across 3 paraphrases and 2 seeds, for every question asked so
+    "lambda_convergent": (">=", 1.0),
 }
+CONVERGENT = "convergent"
 _SPACE = re.compile(r"\s+")
 
 
@@ -204,6 +209,7 @@ def figures_compute(items: Sequence[EvaluationItem], *, seeds: int) -> dict:
         },
         "verdicts": dict(sorted(Counter(i.verdict for i in items).items())),
         "seed_agreement": _seed_agreement(items) if seeds > 1 else None,
+        **_lambda(answerable_asked(items)),
         **_writers(done, with_answer),
     }
     figures["targets"] = targets_compare(figures)
@@ -232,6 +238,47 @@ def _writers(done: Sequence[EvaluationItem], with_answer: Sequence[EvaluationIte
             sum(bool(i.answer_coverage) for i in fallen), len(fallen)
         ),
     }
+
+
+def answerable_asked(items: Sequence[EvaluationItem]) -> list[EvaluationItem]:
+    """The answerable items, failed ones too: an answer that failed did not converge."""
+    return [i for i in items if i.answerable and i.verdict != Verdict.UNMATCHED]
+
+
+def _lambda(items: Sequence[EvaluationItem]) -> dict:
+    """``lambda_convergent``: of the answerable questions asked with the recipe's
+    paraphrases and seeds (``lambda_questions``), the share whose every answer (each
+    phrasing, each seed) has λ convergent on every trace row (the question's and each
+    claim's: ``citations.services.evidence``); None when no question was asked so."""
+    groups: dict[int, list[EvaluationItem]] = {}
+    for item in items:
+        groups.setdefault(item.line, []).append(item)
+    measured = [
+        group
+        for group in groups.values()
+        if measures_lambda(
+            paraphrases=len({i.variant for i in group}) - 1, seeds=len({i.seed for i in group})
+        )
+    ]
+    states = _lambda_states([i for group in measured for i in group])
+    convergent = sum(all(states.get(i.pk) == CONVERGENT for i in group) for group in measured)
+    return {
+        "lambda_convergent": _rate(convergent, len(measured)),
+        "lambda_questions": len(measured),
+    }
+
+
+def _lambda_states(items: Sequence[EvaluationItem]) -> dict[int, str]:
+    """Each answered item's λ: convergent when every trace row of its answer is, else
+    the first other state (a failed answer has none)."""
+    by_query = {i.query_id: i.pk for i in items if i.query_id is not None}
+    states: dict[int, str] = {}
+    rows = RagTrace.objects.filter(query_id__in=list(by_query)).order_by("query_id", "seg")
+    for query_id, state in rows.values_list("query_id", "lambda_state"):
+        item = by_query[query_id]
+        if states.get(item, CONVERGENT) == CONVERGENT:
+            states[item] = state
+    return states
 
 
 def _rate_float(total: float, denominator: int) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import NotRequired, TypedDict, Unpack
 from uuid import UUID
@@ -26,7 +26,7 @@ from citations.models import App, QueryExecution, QuotedSource, RagTrace, Retrie
 from citations.services.execution import query_execute
 from citations.services.revalidation import query_validate
 from core.caller import caller_label
-from evaluation.goldsets import GoldItem, GoldSet, goldset_unknown_documents
+from evaluation.goldsets import MAX_PARAPHRASES, GoldItem, GoldSet, goldset_unknown_documents
 from evaluation.models import (
     EvaluationItem,
     EvaluationOutcome,
@@ -96,15 +96,22 @@ def evaluation_run_create(
     gold: GoldSet,
     seeds: int = 1,
     limit: int | None = None,
+    paraphrases: int | None = None,
     user: User | None = None,
     origin: str = "command",
 ) -> EvaluationRun:
-    """Record (and chain) the run before any question is asked."""
+    """Record (and chain) the run before any question is asked: the first ``limit``
+    items, each with its first ``paraphrases`` paraphrases (None: all of them), as
+    asked."""
     if not 1 <= seeds <= MAX_SEEDS:
         raise EvaluationError(f"--seeds must be between 1 and {MAX_SEEDS}")
     if limit is not None and limit < 1:
         raise EvaluationError("--limit must be at least 1")
+    if paraphrases is not None and not 0 <= paraphrases <= MAX_PARAPHRASES:
+        raise EvaluationError(f"--paraphrases must be between 0 and {MAX_PARAPHRASES}")
     items = gold.items[:limit] if limit else gold.items
+    if paraphrases is not None:
+        items = tuple(replace(i, paraphrases=i.paraphrases[:paraphrases]) for i in items)
     kept = GoldSet(name=gold.name, sha256=gold.sha256, items=items)
     run = EvaluationRun.objects.create(
         organization_id=app.organization_id,
@@ -131,6 +138,7 @@ class RunRequest(TypedDict):
     gold: GoldSet
     seeds: NotRequired[int]
     limit: NotRequired[int | None]
+    paraphrases: NotRequired[int | None]
     user: NotRequired[User | None]
     origin: NotRequired[str]
 

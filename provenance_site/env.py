@@ -7,6 +7,7 @@ import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -86,6 +87,24 @@ def env_rate(name: str, default: str) -> str | None:
     if not _RATE.match(raw):
         raise ImproperlyConfigured(f"{name}={raw!r} is not a rate such as 60/min (or off)")
     return raw
+
+
+def env_origin(name: str, default: str) -> str:
+    """An http(s) origin (scheme, host, optional port; no path, query or credentials),
+    such as ``https://docs.example.com``: links are made on it, their path as Django
+    reverses it (a prefix the site is mounted under is ``FORCE_SCRIPT_NAME``'s)."""
+    raw = os.environ.get(name, "").strip() or default
+    try:
+        parts = urlsplit(raw)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is no number, a malformed IPv6 host
+        valid = False
+    extra = parts.path.strip("/") or parts.query or parts.fragment or "@" in parts.netloc
+    if not valid or extra or len(raw) > 300:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not an http(s) origin such as https://docs.example.com"
+        )
+    return raw.rstrip("/")
 
 
 def secret_file_ensure(path: Path, make: Callable[[], str]) -> str:

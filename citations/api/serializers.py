@@ -64,19 +64,35 @@ class QueryExecutionOutput(serializers.Serializer):
     )
 
 
+class WindowOutput(serializers.Serializer):
+    pre = serializers.IntegerField(
+        help_text="the snippet's first characters the previous chunk holds too"
+    )
+    post = serializers.IntegerField(help_text="its last characters the next chunk holds too")
+
+
 class CitationPayloadOutput(serializers.Serializer):
     """The retrieval-traceability document's citation for one retrieved unit."""
 
     doc_id = serializers.UUIDField()
     section_id = serializers.CharField(allow_blank=True)
     snippet_id = serializers.UUIDField()
-    source_url = serializers.CharField()
+    source_url = serializers.CharField(
+        help_text="the chunk endpoint's absolute URL, on the origin the question was asked "
+        "at (PROVENANCE_PUBLIC_URL when asked without a request); a path in answers "
+        "recorded before it was absolute"
+    )
     offsets = serializers.DictField(help_text='{"start", "end", "unit": "char"}')
     tokens = serializers.IntegerField()
     index_hash = serializers.CharField()
     embed_model = serializers.CharField()
     analyzer = serializers.CharField()
     rev = serializers.CharField()
+    window = WindowOutput(
+        required=False,
+        help_text="pre and post context sizes in characters: what the snippet shares with "
+        "its neighbours; absent in answers recorded before it was issued",
+    )
     page = serializers.IntegerField(allow_null=True)
     score_raw = serializers.FloatField()
     score_norm = serializers.FloatField()

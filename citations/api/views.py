@@ -97,6 +97,7 @@ class QueryExecutionsView(_AppView):
                 api_key=caller.api_key,
                 caller_address=caller.origin,
                 user_agent=caller.user_agent,
+                base_url=request.build_absolute_uri("/"),
             )
         except ModelError as exc:  # the failed query execution is recorded with the reason
             raise ApiError(exc.message, code=exc.code, status_code=exc.status) from exc

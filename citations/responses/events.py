@@ -89,7 +89,10 @@ def response_events(
     yield event("response.file_search_call.searching", **search)
     try:
         record = services.response_execute(
-            response_id=response_id, caller_address=caller_address, user_agent=user_agent
+            response_id=response_id,
+            caller_address=caller_address,
+            user_agent=user_agent,
+            base_url=absolute("/"),
         )
     except Exception:  # recorded failed by the service; the stream says so
         logger.exception("response %s failed", response_id)

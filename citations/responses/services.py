@@ -30,6 +30,7 @@ from citations.models import (
 )
 from citations.services.execution import query_execute
 from citations.services.questions import QueryRejected
+from citations.services.searching import IndexMismatch
 from citations.threads.errors import ThreadRejected
 from citations.threads.selectors import CONTEXT_MAX_CHARS, CONTEXT_QUESTIONS, assistant_get
 from citations.threads.services import content_clean, metadata_clean
@@ -350,11 +351,12 @@ def response_execute(
     response_id: uuid.UUID | str,
     caller_address: str | None = None,
     user_agent: str | None = None,
+    base_url: str | None = None,
 ) -> ResponseRecord:
     """Answer the response's question with its app, recorded as asked from
-    ``caller_address`` with ``user_agent`` (the request answering it); a refusal or a
-    model's failure ends it ``failed`` with OpenAI's error code, anything else too,
-    then re-raised."""
+    ``caller_address`` with ``user_agent`` (the request answering it, whose origin is
+    ``base_url``); a refusal, an index this server cannot read or a model's failure ends
+    it ``failed`` with OpenAI's error code, anything else too, then re-raised."""
     response = ResponseRecord.objects.select_related(
         "app", "previous", "previous__query", "caller_user", "caller_api_key"
     ).get(pk=response_id)
@@ -369,9 +371,12 @@ def response_execute(
             user_agent=user_agent,
             retrieval_context=retrieval_context(response=response),
             instructions=response.instructions or None,
+            base_url=base_url,
         )
     except QueryRejected as exc:
         return _fail(response, "invalid_prompt", exc.message)
+    except IndexMismatch as exc:
+        return _fail(response, "server_error", f"{exc.code}: {exc.message}")
     except ModelError as exc:
         code = "rate_limit_exceeded" if exc.code == "model_rate_limited" else "server_error"
         return _fail(response, code, f"{exc.code}: {exc.message}")

@@ -84,7 +84,10 @@ class ResponsesView(APIView):
                 )
             )
         record = services.response_execute(
-            response_id=record.pk, caller_address=caller.origin, user_agent=caller.user_agent
+            response_id=record.pk,
+            caller_address=caller.origin,
+            user_agent=caller.user_agent,
+            base_url=absolute("/"),
         )
         return Response(
             response_output(record, include_results=asked.include_results, absolute=absolute)

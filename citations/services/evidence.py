@@ -4,7 +4,7 @@ written and chained in one transaction that completes the execution."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
@@ -27,7 +27,7 @@ from citations.models import (
 )
 from citations.payload import revision_label
 from citations.services.abandoning import QueryAbandoned
-from citations.services.searching import Retrieved, hit_payload, passage_title
+from citations.services.searching import Retrieved, passage_title
 from citations.tracing import TraceSegment, trace_emit, trace_line
 from citations.validation import validate_citations
 
@@ -53,6 +53,7 @@ def evidence_record(
     index_hash: str,
     embed_model: str,
     analyzer: str,
+    payload_of: Callable[[Retrieved], dict],
     started: float,
     generation: Generation | None = None,
     stepped: SteppedEvidence | None = None,
@@ -60,7 +61,9 @@ def evidence_record(
     rerank: Mapping[int, float] | None = None,
     probability: float | None = None,
 ) -> None:
-    """``written_by``: the generator that wrote the answer, and why the app's model did
+    """``analyzer`` is the read path's (the searcher checked the index's against it);
+    ``payload_of`` issues a hit's citation payload as the generator was given it;
+    ``written_by``: the generator that wrote the answer, and why the app's model did
     not when it fell back to another. ``rerank``: the answer scorer's probability per
     scored passage (its hit's ``rerank_score``; ``k_final`` is the order it makes);
     ``probability``: the extractive answer's, which its confidence is read from."""
@@ -82,13 +85,15 @@ def evidence_record(
             k_pos=r.k_pos,
             k_final=r.k_final,
             rerank_score=scores.get(i),
-            payload=hit_payload(r, index_hash, embed_model, analyzer, rerank_score=scores.get(i)),
+            payload={**payload_of(r), "rerank_score": scores.get(i)},
         )
         for i, r in enumerate(retrieved)
     ]
     RetrievalHit.objects.bulk_create(hits)
     sources = _quoted_sources(execution, retrieved, hits, composition)
-    segments, claims = _claims(execution, retrieved, hits, composition, sources)
+    segments, claims = _claims(
+        execution, retrieved, hits, composition, sources, read_analyzer=analyzer
+    )
     validator_status = (
         "ok"
         if all(s.lambda_state == "convergent" for s in segments)
@@ -202,6 +207,8 @@ def _claims(
     hits: list[RetrievalHit],
     composition: Composition,
     sources: dict[int, QuotedSource],
+    *,
+    read_analyzer: str,
 ) -> tuple[list[TraceSegment], list[ClaimCitation]]:
     rows: list[ClaimCitation] = []
     segments: list[TraceSegment] = []
@@ -224,7 +231,7 @@ def _claims(
         )
         code = validate_citations(
             [hit.payload],
-            read_analyzer=hit.payload["analyzer"],
+            read_analyzer=read_analyzer,
             revisions={str(chunk.pk): revision_label(chunk.file.revision, chunk.file.sha256)},
         )
         segments.append(

@@ -35,6 +35,7 @@ def query_execute(
     user_agent: str | None = None,
     retrieval_context: str = "",
     instructions: str | None = None,
+    base_url: str | None = None,
 ) -> QueryExecution:
     """Answer ``question`` with ``app`` and record everything the answer rests on.
 
@@ -45,6 +46,10 @@ def query_execute(
     ``retrieval_context`` (earlier turns of a conversation) is added to what is
     searched for, not to the recorded question; ``instructions`` (a thread run's)
     replace the app's system prompt for a model generator.
+
+    ``base_url`` is the origin the citation payloads' ``source_url`` are absolute on:
+    the request's (``request.build_absolute_uri("/")``); without a request (a task, a
+    command) the configured ``PROVENANCE_PUBLIC_URL``.
     """
     cleaned = question_clean(question)
     started = time.perf_counter()
@@ -62,7 +67,15 @@ def query_execute(
         caller_user_agent=user_agent_clean(user_agent),
     )
     try:
-        _answer(execution, app, cleaned, retrieval_context, started, instructions=instructions)
+        _answer(
+            execution,
+            app,
+            cleaned,
+            retrieval_context,
+            started,
+            instructions=instructions,
+            base_url=base_url,
+        )
     except Exception as exc:
         _fail(execution, exc)
         raise
@@ -92,8 +105,9 @@ def _answer(
     started: float,
     *,
     instructions: str | None = None,
+    base_url: str | None = None,
 ) -> None:
-    searcher = searcher_for(app)
+    searcher = searcher_for(app, base_url=base_url)
     identity: _IndexIdentity = {
         "index_hash": searcher.index_hash,
         "embed_model": searcher.embed_model,
@@ -110,6 +124,7 @@ def _answer(
             stepped.retrieved,
             stepped.composition,
             **identity,
+            payload_of=searcher.payload,
             started=started,
             stepped=stepped,
             written_by=stepped.written_by(),
@@ -129,6 +144,7 @@ def _answer(
         retrieved,
         written.composition,
         **identity,
+        payload_of=searcher.payload,
         started=started,
         generation=written.generation,
         written_by=(written.generator, written.fallback_reason),

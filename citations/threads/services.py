@@ -33,6 +33,7 @@ from citations.models import (
 )
 from citations.services.execution import query_execute
 from citations.services.questions import MAX_QUESTION_CHARS, QueryRejected
+from citations.services.searching import IndexMismatch
 from citations.threads import selectors
 from citations.threads.errors import ThreadRejected
 from citations.threads.sources import annotations_of, sources_of
@@ -315,6 +316,9 @@ def run_execute(*, run_id: str) -> None:
         )
     except QueryRejected as exc:
         run_fail(run_id=run_id, code="invalid_prompt", message=exc.message)
+        return
+    except IndexMismatch as exc:  # the query execution is recorded failed with the reason
+        run_fail(run_id=run_id, code="server_error", message=f"{exc.code}: {exc.message}")
         return
     except ModelError as exc:  # the query execution is recorded failed with the reason
         code = "rate_limit_exceeded" if exc.code == "model_rate_limited" else "server_error"

@@ -14,6 +14,7 @@ from provenance_site.env import (
     env_bool,
     env_int,
     env_list,
+    env_origin,
     env_rate,
     env_str,
     query_threads,
@@ -28,6 +29,12 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 CSRF_FAILURE_VIEW = "provenance_site.error_pages.csrf_failure"
+# where clients reach the site: the origin of absolute links made without a request to
+# take it from (the source_url of an answer asked by a task or a command); make run's
+# address unless set
+PROVENANCE_PUBLIC_URL = env_origin(
+    "PROVENANCE_PUBLIC_URL", f"http://127.0.0.1:{env_int('PORT', 8000, minimum=1)}"
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

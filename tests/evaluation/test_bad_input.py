@@ -107,7 +107,7 @@ def test_an_unknown_expected_document_is_warned_and_counted_unmatched(
         "expected": {"document": "atlas.pdf"},
     }
     gold.write_text(json.dumps(GOOD) + "\n" + json.dumps(missing) + "\n")
-    call_command("evaluate", app="SQuAD", gold=str(gold), out=str(tmp_path / "r"))
+    call_command("evaluate", app="SQuAD", gold=str(gold), seeds=1, out=str(tmp_path / "r"))
     assert (
         "line 2: expected document 'atlas.pdf' is not in the data sources"
         in capsys.readouterr().err
@@ -143,6 +143,7 @@ def test_a_missed_required_target_exits_2(shelf: Shelf, tmp_path: Path) -> None:
             "evaluate",
             app="SQuAD",
             gold=str(gold),
+            seeds=1,
             out=str(tmp_path / "r"),
             require=["citation_match_rate"],
         )

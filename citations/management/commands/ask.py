@@ -15,6 +15,7 @@ from citations.records import answer_markdown
 from citations.selectors import claims_of, quoted_sources_of
 from citations.services.execution import query_execute
 from citations.services.questions import QueryRejected
+from citations.services.searching import IndexMismatch
 from core.user_agents import command_user_agent
 
 
@@ -31,25 +32,31 @@ class Command(BaseCommand):
             help="the answer with claim footnotes and its sources as Markdown",
         )
         parser.add_argument(
-            "--base-url", default="", help="make the Markdown's links absolute on this origin"
+            "--base-url",
+            default="",
+            help="the origin of the answer's links (the Markdown's, the citation payloads' "
+            "source_url); default PROVENANCE_PUBLIC_URL",
         )
 
     def handle(self, *args: object, **options: Any) -> None:
         app = self._app(options["app"])
+        base = str(options["base_url"])
+        if base and (not base.startswith(("http://", "https://")) or len(base) > 500):
+            raise CommandError("--base-url must be an http(s) URL")
         try:
             execution = query_execute(
                 app=app,
                 question=options["question"],
                 origin="cli",
                 user_agent=command_user_agent("ask"),
+                base_url=base or None,
             )
-        except QueryRejected as exc:
+        except (QueryRejected, IndexMismatch) as exc:
             raise CommandError(exc.message) from exc
         except ModelError as exc:
             raise CommandError(f"{exc.code}: {exc.message}") from exc
         if options["markdown"]:
-            base_url = str(options["base_url"]) or None
-            self.stdout.write(answer_markdown(execution, base_url=base_url))
+            self.stdout.write(answer_markdown(execution, base_url=base or None))
             return
         sources = list(quoted_sources_of(execution=execution))
         if options["json"]:

@@ -15,7 +15,8 @@ from citations.models import App
 from documents.models import Organization
 from evaluation.goldsets import GoldSetError, goldset_parse
 from evaluation.models import EvaluationItem, EvaluationOutcome
-from evaluation.reports import report_write
+from evaluation.recipe import RECIPE_PARAPHRASES, RECIPE_SEEDS
+from evaluation.reports import report_write, run_warnings
 from evaluation.scoring import TARGETS
 from evaluation.services import EvaluationError, evaluation_run_advance, evaluation_run_create
 
@@ -34,7 +35,19 @@ class Command(BaseCommand):
         parser.add_argument("--app", required=True, help="app name or id")
         parser.add_argument("--organization", help="the app's organization (name)")
         parser.add_argument("--gold", type=Path, required=True, help="the gold set (.jsonl)")
-        parser.add_argument("--seeds", type=int, default=1, help="repeat the run N times")
+        parser.add_argument(
+            "--seeds",
+            type=int,
+            default=RECIPE_SEEDS,
+            help=f"repeat the run N times (default {RECIPE_SEEDS}, the recipe's)",
+        )
+        parser.add_argument(
+            "--paraphrases",
+            type=int,
+            default=RECIPE_PARAPHRASES,
+            help="ask each question's first N paraphrases besides it "
+            f"(default {RECIPE_PARAPHRASES}, the recipe's)",
+        )
         parser.add_argument("--limit", type=int, help="the first N items only")
         parser.add_argument("--out", type=Path, help="report folder (var/evaluations/RUN)")
         parser.add_argument("--base-url", default="", help="origin of the report's links")
@@ -57,11 +70,15 @@ class Command(BaseCommand):
         app = _app(str(options["app"]), options["organization"])
         try:
             run = evaluation_run_create(
-                app=app, gold=gold, seeds=options["seeds"], limit=options["limit"]
+                app=app,
+                gold=gold,
+                seeds=options["seeds"],
+                limit=options["limit"],
+                paraphrases=options["paraphrases"],
             )
         except EvaluationError as exc:
             raise CommandError(str(exc)) from exc
-        for warning in run.warnings:
+        for warning in run_warnings(run):
             self.stderr.write(f"warning: {warning}")
         self.stdout.write(f"evaluation run {run.pk}: {run.total} questions")
         evaluation_run_advance(run_id=run.pk, seconds=None, on_item=self._progress(run.total))
@@ -95,6 +112,7 @@ class Command(BaseCommand):
             )
         for name in ("answer_coverage", "abstention_rate", "false_abstention_rate", "mrr"):
             self.stdout.write(f"{name}: {figures[name]}")
+        self.stdout.write(f"lambda_questions: {figures['lambda_questions']}")
         self.stdout.write(
             f"latency p50/p95: {figures['latency_p50_ms']}/{figures['latency_p95_ms']} ms; "
             f"validator: {figures['validator']}"
