@@ -91,7 +91,45 @@ LABELS = {
     "email": ("Email", "E-mail", "Email address", "Contact email", "Mail"),
     "city": ("City", "Town", "City of residence", "Home city", "Location"),
     "date": ("Date", "Issue date", "Date issued", "Start date", "Effective date"),
+    "make": ("Make", "Vehicle make", "Manufacturer", "Brand"),
+    "model": ("Model", "Vehicle model", "Model name"),
 }
+# unique in a document: the make and model together name a record, as a person does
+VEHICLES = [
+    (make, model)
+    for make, models in (
+        ("Ford", ("Focus", "Fiesta", "Ranger", "Mustang")),
+        ("Toyota", ("Corolla", "Camry", "Yaris", "Hilux")),
+        ("Honda", ("Civic", "Accord", "Jazz")),
+        ("Jeep", ("Wrangler", "Cherokee", "Renegade")),
+        ("Volvo", ("V60", "XC40", "S90")),
+        ("Skoda", ("Octavia", "Fabia", "Superb")),
+        ("Kia", ("Ceed", "Sportage", "Picanto")),
+        ("Renault", ("Clio", "Megane", "Kangoo")),
+    )
+    for model in models
+]
+COMPANIES = (
+    "ZENITH MOTOR INSURANCE",
+    "NORTHGATE AUTO REPAIR",
+    "Harbour Mutual Ltd",
+    "Blue Ridge Claims Office",
+    "ACME COLLISION CENTRE",
+)
+# asked of a record named by its vehicle
+VEHICLE_QUESTIONS = {
+    "vin": ("What is the VIN of the {vehicle}?", "Which VIN does the {vehicle} have?"),
+    "total": ("What is the grand total of the {vehicle}?", "How much is due for the {vehicle}?"),
+    "phone": ("What is the phone number of the {vehicle}'s owner?",),
+    "policy": ("Which policy number covers the {vehicle}?",),
+    "customer": ("Who owns the {vehicle}?", "Who is the customer for the {vehicle}?"),
+}
+VEHICLE_UNANSWERABLE = (
+    "What is the odometer reading of the {vehicle}?",
+    "What is the tire pressure of the {vehicle}?",
+    "When was the {vehicle} last serviced?",
+    "What engine does the {vehicle} have?",
+)
 ASKED = ("phone", "policy", "vin")
 # besides those, each record is asked one of these, when its form has the field
 ASKED_ALSO = ("total", "email", "date", "city")
@@ -141,6 +179,27 @@ UNANSWERABLE = (
     "What is the blood type of {name}?",
     "What is the passport number of {name}?",
     "Which dentist does {name} visit?",
+    "What is the tire pressure of {name}'s car?",
+    "What is the shoe size of {name}?",
+    "Who is the employer of {name}?",
+    "What is the date of birth of {name}?",
+    "What is the licence plate of {name}'s vehicle?",
+    "What is {name}'s account balance?",
+    "How many children does {name} have?",
+)
+# a form of one record (an estimate, an invoice) is asked without naming it
+UNNAMED = {
+    "phone": ("What is the phone number?", "What is the customer's phone number?"),
+    "policy": ("What is the policy number?", "Which policy is this?"),
+    "vin": ("What is the VIN of the vehicle?", "What is the vehicle identification number?"),
+    "total": ("What is the total?", "How much is due?", "What is the grand total?"),
+    "customer": ("Who is the customer?", "What is the name of the policyholder?"),
+}
+UNNAMED_UNANSWERABLE = (
+    "What is the tire pressure of the vehicle?",
+    "What is the customer's blood type?",
+    "Which dentist does the customer visit?",
+    "What is the mileage of the car?",
 )
 NOTE = (
     "This is a preliminary estimate for the visible damage of the vehicle. Additional damage, "
@@ -179,6 +238,12 @@ class Record:
     email: str
     city: str
     date: str
+    make: str = ""
+    model: str = ""
+
+    @property
+    def vehicle(self) -> str:
+        return f"{self.make} {self.model}"
 
     def value(self, field: str) -> str:
         return str(getattr(self, field))
@@ -190,6 +255,7 @@ class FormQuestion:
     answer: str | None  # None: nothing in the documents answers it
     record: int
     page: int | None  # the PDF page the answer is on
+    names: str = ""  # how it names its record (a person, a vehicle); "" when it does not
 
 
 @dataclass(frozen=True)
@@ -198,11 +264,13 @@ class FormDocument:
     data: bytes
     layout: str
     questions: tuple[FormQuestion, ...]
+    names: frozenset[str] = frozenset()  # every person and vehicle its records name
 
 
 def records(rng: random.Random, names: list[str]) -> list[Record]:
     """A record per name, every value differing from every other record's."""
     made = []
+    vehicles = rng.sample(VEHICLES, len(names))
     for n, name in enumerate(names):
         area = rng.randint(201, 989)
         made.append(
@@ -222,6 +290,8 @@ def records(rng: random.Random, names: list[str]) -> list[Record]:
                 email=name.lower().replace(" ", ".") + f"{n}@example.com",
                 city=rng.choice(CITIES),
                 date=f"20{rng.randint(10, 25)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+                make=vehicles[n][0],
+                model=vehicles[n][1],
             )
         )
     return made
@@ -234,6 +304,9 @@ class _Style:
         self.rng = rng
         self.labels = {f: rng.choice(options) for f, options in LABELS.items()}
         extra = rng.sample(["email", "city", "date"], rng.randint(1, 3))
+        # an estimate's or a policy's form also names the vehicle (its make and model)
+        self.vehicle = rng.random() < 0.5
+        extra += ["make", "model"] if self.vehicle else []
         fields = ["customer", "phone", "policy", "vin", "total", *extra]
         rest = fields[1:]
         rng.shuffle(rest)
@@ -245,20 +318,64 @@ class _Style:
         return [(self.labels[f], record.value(f)) for f in self.fields]
 
     def questions(self, people: list[Record], pages: list[int | None]) -> list[FormQuestion]:
+        if len(people) == 1:
+            return self._unnamed(people[0], pages[0])
         asked = []
         for n, (person, page) in enumerate(zip(people, pages, strict=True)):
+            if self.vehicle and self.rng.random() < 0.4:
+                for field in self.rng.sample(list(VEHICLE_QUESTIONS), 3):
+                    wording = self.rng.choice(VEHICLE_QUESTIONS[field])
+                    asked.append(
+                        FormQuestion(
+                            wording.format(vehicle=person.vehicle),
+                            person.value(field),
+                            n,
+                            page,
+                            person.vehicle,
+                        )
+                    )
+                continue
             extra = [f for f in ASKED_ALSO if f in self.fields]
             for field in (*ASKED, self.rng.choice(extra)):
                 wording = self.rng.choice(QUESTIONS[field])
                 asked.append(
-                    FormQuestion(wording.format(name=person.customer), person.value(field), n, page)
+                    FormQuestion(
+                        wording.format(name=person.customer),
+                        person.value(field),
+                        n,
+                        page,
+                        person.customer,
+                    )
                 )
-        person = self.rng.choice(people)
-        wording = self.rng.choice(UNANSWERABLE)
-        asked.append(
-            FormQuestion(wording.format(name=person.customer), None, people.index(person), None)
-        )
+        for wording in self.rng.sample(UNANSWERABLE, 3):
+            person = self.rng.choice(people)
+            asked.append(
+                FormQuestion(
+                    wording.format(name=person.customer),
+                    None,
+                    people.index(person),
+                    None,
+                    person.customer,
+                )
+            )
+        if self.vehicle:
+            for wording in self.rng.sample(VEHICLE_UNANSWERABLE, 2):
+                person = self.rng.choice(people)
+                question = wording.format(vehicle=person.vehicle)
+                asked.append(
+                    FormQuestion(question, None, people.index(person), None, person.vehicle)
+                )
         return asked
+
+    def _unnamed(self, person: Record, page: int | None) -> list[FormQuestion]:
+        asked = [
+            FormQuestion(self.rng.choice(wordings), person.value(field), 0, page)
+            for field, wordings in UNNAMED.items()
+        ]
+        return asked + [
+            FormQuestion(wording, None, 0, None)
+            for wording in self.rng.sample(UNNAMED_UNANSWERABLE, 2)
+        ]
 
 
 def _heading(rng: random.Random, n: int, person: Record) -> str:
@@ -274,6 +391,12 @@ def _pdf(
 
     document = pymupdf.open()
     pages = draw(document, rng)
+    if rng.random() < 0.5:  # the issuer's letterhead, with a phone number of its own
+        company = rng.choice(COMPANIES)
+        phone = f"({rng.randint(201, 989)}) {rng.randint(200, 999)}-{rng.randint(1000, 9999)}"
+        street = f"{rng.randint(1, 999)} {rng.choice(('Main', 'High', 'Mill'))} Street"
+        for page in document:
+            page.insert_text((72, 40), f"{company} {street} Phone: {phone}", fontsize=8)
     data = document.tobytes()
     document.close()
     return data, pages
@@ -320,16 +443,18 @@ def pdf_register(people: list[Record], style: _Style) -> tuple[bytes, list[int |
 
         fields = style.fields
         per_page = rng.choice((3, 4, 5))
-        widths = {"customer": 110, "phone": 95, "policy": 95, "vin": 125, "total": 60, "email": 150}
+        widths = {"customer": 110, "phone": 95, "policy": 95, "vin": 125, "email": 150}
         pages = []
         size = 7
+        # every field a column, the page as wide as the register needs
+        columns = list(fields)
+        width = max(842, 72 + sum(widths.get(f, 62) for f in columns))
         for start in range(0, len(people), per_page):
-            page = document.new_page(width=842, height=595)
+            page = document.new_page(width=width, height=595)
             page.insert_text((36, 50), "Customer register", fontsize=14)
-            columns = [f for f in fields if f in widths or f in ("city", "date")]
             x_edges = [36.0]
             for f in columns:
-                x_edges.append(x_edges[-1] + widths.get(f, 70))
+                x_edges.append(x_edges[-1] + widths.get(f, 62))
             rows = [[style.labels[f] for f in columns]] + [
                 [p.value(f) for f in columns] for p in people[start : start + per_page]
             ]
@@ -359,6 +484,7 @@ def pdf_borderless(people: list[Record], style: _Style) -> tuple[bytes, list[int
             pymupdf.get_text_length(label, fontsize=size) for label, _ in style.rows(people[0])
         )
         value_x = 72 + widest + rng.choice((12, 24, 48))
+        noted = per_page == 1 and rng.random() < 0.5  # a note under each record
         pages = []
         page = None
         y = 0.0
@@ -373,6 +499,10 @@ def pdf_borderless(people: list[Record], style: _Style) -> tuple[bytes, list[int
                 page.insert_text((72, y), label, fontsize=size)
                 page.insert_text((value_x, y), value, fontsize=size)
                 y += 1.7 * size
+            if noted:
+                page.insert_textbox(
+                    pymupdf.Rect(72, y + size, 520, y + 300), NOTE, fontsize=size - 1
+                )
             y += 3 * size
             pages.append(document.page_count)
         return pages
@@ -397,6 +527,8 @@ def docx_tables(people: list[Record], style: _Style) -> tuple[bytes, list[int | 
             row.cells[1].text = value
         if style.rng.random() < 0.5:
             document.add_paragraph("Reviewed by the claims office.")
+        elif style.rng.random() < 0.4:
+            document.add_paragraph(NOTE)
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue(), [None] * len(people)
@@ -429,6 +561,8 @@ def markdown_lists(people: list[Record], style: _Style) -> tuple[bytes, list[int
         parts.append(f"## {_heading(style.rng, n, person)}\n")
         parts += [bullet.format(label=label, value=value) for label, value in style.rows(person)]
         parts.append("")
+        if style.rng.random() < 0.3:
+            parts += [NOTE, ""]
     return "\n".join(parts).encode(), [None] * len(people)
 
 
@@ -446,7 +580,7 @@ def form_document(layout: str, seed: int, *, count: int = 9) -> FormDocument:
     """``count`` records in ``layout``, worded by ``seed``, with their questions."""
     rng = random.Random(f"{layout}:{seed}")
     # the layouts of one seed share no name: a library of them names each person once
-    pool = random.Random(f"names:{seed}").sample(
+    pool = random.Random(f"names:{seed}:{count}").sample(
         [f"{f} {last}" for f in FIRST for last in LAST], count * len(LAYOUTS)
     )
     slot = list(LAYOUTS).index(layout)
@@ -456,6 +590,10 @@ def form_document(layout: str, seed: int, *, count: int = 9) -> FormDocument:
     data, pages = write(people, style)
     if extension != "pdf":
         pages = [None] * len(people)
+    name = f"{layout}-{seed}" if count > 1 else f"{layout}-{seed}-single"
+    names = frozenset(p.customer for p in people) | frozenset(
+        p.vehicle for p in people if style.vehicle
+    )
     return FormDocument(
-        f"{layout}-{seed}.{extension}", data, layout, tuple(style.questions(people, pages))
+        f"{name}.{extension}", data, layout, tuple(style.questions(people, pages)), names
     )

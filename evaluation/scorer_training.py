@@ -40,13 +40,14 @@ from evaluation.scorer_corpus import MemoryIndex
 from evaluation.squad import article_markdown, article_title
 
 # targets the thresholds are chosen for (the issue's, with a margin for the split)
-ABSTAIN_TARGET = 0.92
+ABSTAIN_TARGET = 0.90
 HIGH_PRECISION_TARGET = 0.97
 CITATION_MATCH_TARGET = 0.85
-TRAIN_SEEDS = range(0, 6)
+TRAIN_SEEDS = range(0, 24)
 TEST_SEEDS = range(100, 103)
 SQUAD_TEST_ARTICLES = ("Victoria_(Australia)", "1973_oil_crisis")
-SQUAD_QUESTIONS_PER_ARTICLE = 90
+# training articles: this many questions each; the test articles are asked all theirs
+SQUAD_QUESTIONS_PER_ARTICLE = 250
 WITHHELD_SHARE = 0.3  # of the questions, also asked with their document withheld
 REPORT_PATH = Path(__file__).parent / "reports" / "answer_scorer.md"
 
@@ -102,17 +103,25 @@ def gather(squad_articles: list[dict], *, progress: Callable[[str], None] = prin
     for split, seeds in (("train", TRAIN_SEEDS), ("test", TEST_SEEDS)):
         for seed in seeds:
             documents = [form_document(layout, seed) for layout in LAYOUTS]
-            for document in documents:
+            singles = [form_document(layout, seed, count=1) for layout in LAYOUTS]
+            for document in documents + singles:
                 index.add(document.name, document.data)
-            forms = {d.name for d in documents}
+            for single in singles:  # one record (an estimate's app), asked without its name
+                for q in single.questions:
+                    answers = (q.answer,) if q.answer else ()
+                    asked = Asked(split, single.layout, q.question, answers, q.page, "")
+                    plans.append((asked, {single.name}))
             for document in documents:
                 for q in document.questions:
                     answers = (q.answer,) if q.answer else ()
                     asked = Asked(split, document.layout, q.question, answers, q.page, "")
                     plans.append((asked, prose | {document.name}))
-                    if answers and rng.random() < WITHHELD_SHARE:
+                    others = [d for d in documents if d is not document]
+                    # withheld, the question must name no record of the library left
+                    named_elsewhere = any(q.names in d.names for d in others)
+                    if answers and not named_elsewhere and rng.random() < WITHHELD_SHARE:
                         withheld = Asked(split, document.layout, q.question, (), None, "")
-                        plans.append((withheld, prose | (forms - {document.name})))
+                        plans.append((withheld, prose | {d.name for d in others}))
         progress(f"{split}: forms converted")
     for article in squad_articles:
         name = f"{article_title(article)}.md"
@@ -122,7 +131,8 @@ def gather(squad_articles: list[dict], *, progress: Callable[[str], None] = prin
             for paragraph in article["paragraphs"]
             for qa in paragraph["qas"]
         ]
-        for qa, context in rng.sample(qas, min(SQUAD_QUESTIONS_PER_ARTICLE, len(qas))):
+        count = len(qas) if split == "test" else min(SQUAD_QUESTIONS_PER_ARTICLE, len(qas))
+        for qa, context in rng.sample(qas, count):
             answers = tuple(dict.fromkeys(a["text"].strip() for a in qa["answers"]))
             plans.append((Asked(split, "prose", qa["question"], answers, None, context), prose))
             if rng.random() < WITHHELD_SHARE:
@@ -144,10 +154,40 @@ LEAVES = 15
 LEARNING_RATE = 0.1
 
 
+# features whose growth never makes a candidate less likely to answer (+1) or more
+# likely (-1): closer in meaning or words, holding more of the question's rare words,
+# its names and the value type asked. Constrained, the trees cannot learn a dip from
+# a gap in the training data, which questions unlike it (another script, another
+# kind of document) would fall into
+MONOTONIC = {
+    "similarity": 1,
+    "similarity_gap": 1,
+    "label_similarity": 1,
+    "label_words": 1,
+    "overlap": 1,
+    "overlap_gap": 1,
+    "rare_overlap": 1,
+    "rare_overlap_gap": 1,
+    "own_share": 1,
+    "field_share": 1,
+    "holds_field": 1,
+    "names_share": 1,
+    "names_other": -1,
+    "type_held": 1,
+    "type_missing": -1,
+    "entity_share": 1,
+    "absent_share": -1,
+    "passage_rank": 1,
+    "score_norm": 1,
+    "score_gap": 1,
+}
+
+
 def _fit(rows: np.ndarray, labels: np.ndarray) -> AnswerScorer:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     model = HistGradientBoostingClassifier(
+        monotonic_cst=[MONOTONIC.get(name, 0) for name in FEATURES],
         max_iter=TREES,
         max_leaf_nodes=LEAVES,
         learning_rate=LEARNING_RATE,
@@ -179,6 +219,9 @@ def _fit(rows: np.ndarray, labels: np.ndarray) -> AnswerScorer:
     )
 
 
+_ABSENT = FEATURES.index("absent_share")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What the generator's selection makes of one question's scored candidates."""
@@ -206,7 +249,8 @@ class Outcome:
 
 def _outcome(asked: Asked, probabilities: list[float], scorer: AnswerScorer) -> Outcome:
     order = sorted(range(len(probabilities)), key=lambda n: -probabilities[n])
-    if not order or probabilities[order[0]] < scorer.abstain_below:
+    unasked = bool(order) and asked.rows[order[0]][_ABSENT] == 1.0  # as the generator's rule
+    if not order or probabilities[order[0]] < scorer.abstain_below or unasked:
         return Outcome(asked, [], probabilities[order[0]] if order else 0.0)
     first = order[0]
     quoted = [first]

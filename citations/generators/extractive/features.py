@@ -16,7 +16,7 @@ import regex
 from citations.generators import Passage
 from citations.generators.extractive.answer_types import asked_types, holds_type
 from citations.generators.extractive.ranking import Sentence
-from citations.generators.extractive.scripts import stems
+from citations.generators.extractive.scripts import stems, word_count
 from documents.fulltext import words
 
 FEATURES = (
@@ -142,7 +142,7 @@ def feature_rows(
                 1.0 / (1 + candidate.passage),
                 candidate.prior,
                 candidate.prior - best_score,
-                math.log1p(len(candidate.text.split())),
+                math.log1p(word_count(candidate.text)),
             ]
         )
     return rows

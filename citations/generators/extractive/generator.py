@@ -32,9 +32,18 @@ class ExtractiveGenerator:
 
     name = "extractive"
 
-    def __init__(self, *, max_sentences: int = 3, threshold: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_sentences: int = 3,
+        threshold: float | None = None,
+        further_at: float | None = None,
+    ) -> None:
+        """``threshold`` and ``further_at``: an app's own abstention threshold and the
+        probability a further quote needs, instead of the scorer's fitted ones."""
         self.max_sentences = max_sentences
         self.threshold = threshold
+        self.further_at = further_at
 
     def generate(
         self, *, question: str, question_vector: Sequence[float], passages: Sequence[Passage]
@@ -86,13 +95,22 @@ class ExtractiveGenerator:
                     reading.holds_field,
                     reading.field_share,
                     kind,
-                    label_in(passage.text[start:end], kind),
+                    label_in(
+                        passage.text[start:end],
+                        kind,
+                        header=layout.header(start, layout.line(start)),
+                    ),
                 )
                 read.append((sentence, reading.covered))
         weights = _rarity(asked, [covered for _, covered in read])
         total = sum(weights.values()) or 1.0
+        held: set[str] = set()
+        for passage in passages:
+            held |= stems(passage.text) | stems(passage.title) | stems(passage.context)
+        unasked = bool(asked) and not asked & held
         found = [
-            replace(s, rare_overlap=sum(weights[w] for w in covered) / total) for s, covered in read
+            replace(s, rare_overlap=sum(weights[w] for w in covered) / total, unasked=unasked)
+            for s, covered in read
         ]
         # the sentences holding the most of the question's rare words (their record's
         # and place's included), then of the best-scored chunks, are the ones embedded
@@ -102,16 +120,21 @@ class ExtractiveGenerator:
     def _select(self, ranked: list[tuple[Sentence, float]]) -> list[Claim]:
         scorer = answer_scorer()
         floor = scorer.abstain_below if self.threshold is None else self.threshold
-        if not ranked or ranked[0][1] < floor:
+        further = scorer.further_at if self.further_at is None else self.further_at
+        if not ranked or ranked[0][1] < floor or ranked[0][0].unasked:
             return []
         first = ranked[0][0]
         claims: list[Claim] = []
         seen: set[str] = set()
+        records = {first.record}
         for sentence, probability in ranked:
-            if len(claims) >= self.max_sentences or (claims and probability < scorer.further_at):
+            if len(claims) >= self.max_sentences or probability < floor:
                 break
+            if claims and probability < further and not _another_records(first, sentence, records):
+                continue
             if first.names and sentence.record != first.record:
                 continue  # the question names a record: the answer quotes that one only
+            records.add(sentence.record)
             reply = " ".join(sentence.text.split())
             if any(_repeats(reply.lower(), said) for said in seen) or any(
                 claim.passage == sentence.passage
@@ -123,6 +146,19 @@ class ExtractiveGenerator:
             seen.add(reply.lower())
             claims.append(Claim(sentence.passage, sentence.start, sentence.end, reply, probability))
         return claims
+
+
+def _another_records(first: Sentence, sentence: Sentence, quoted: set[tuple[str, ...]]) -> bool:
+    """A question that names no record, over a document of several ("What color is
+    the vehicle?" of two estimates), is answered by each record's own value of the
+    field: the same label in a record not quoted yet."""
+    return (
+        not first.names
+        and bool(first.label)
+        and sentence.label.casefold() == first.label.casefold()
+        and bool(sentence.record)
+        and sentence.record not in quoted
+    )
 
 
 def _rarity(asked: set[str], covered: list[frozenset[str]]) -> dict[str, float]:

@@ -32,6 +32,9 @@ class Sentence:
     # the share of the question's words it (its record, its place) holds, each word
     # weighted by how rare it is among the candidates: "Ortega" says more than "number"
     rare_overlap: float = 0.0
+    # no passage retrieved (its text, title or record) holds any of the question's words:
+    # the documents do not speak of what it asks, whatever a quote's closeness
+    unasked: bool = False
 
     @property
     def value(self) -> str:

@@ -143,13 +143,21 @@ def label_of(sentence: str) -> str:
     return pair[0] if pair else ""
 
 
-def label_in(sentence: str, kind: str) -> str:
-    """The label a candidate's value is given under: a pair's, a two-cell row's or a
-    "Label: value" line's; "" for prose and a register's row (its first cell is a
-    value, its labels are the header's)."""
-    if kind in {"pair", "key_value"} or (kind == "row" and len(cells(sentence)) == 2):
+def label_in(sentence: str, kind: str, *, header: str = "") -> str:
+    """The label a candidate's value is given under: a pair's, a "Label: value"
+    line's, the first cell of a row holding one value besides it ("Total | | 100"),
+    or of any row of a table whose header leaves its first column unnamed (a totals
+    table, "| | Hours | Rate | Cost |": "GRAND TOTAL | | | 5,738"); "" for prose and
+    a register's row (its first cell is a value, its labels are the header's)."""
+    if kind in {"pair", "key_value"}:
         return label_of(sentence)
-    return ""
+    if kind != "row":
+        return ""
+    row = cells(sentence)
+    first = row[0] if row and _LETTER.search(row[0]) else ""
+    if header:
+        return first if not cells(header)[0] else ""
+    return first if len([cell for cell in row if cell]) == 2 else ""
 
 
 def _is_key_value(line: str) -> bool:
