@@ -93,7 +93,10 @@ LABELS = {
     "date": ("Date", "Issue date", "Date issued", "Start date", "Effective date"),
     "make": ("Make", "Vehicle make", "Manufacturer", "Brand"),
     "model": ("Model", "Vehicle model", "Model name"),
+    "color": ("Color", "Colour", "Paint colour", "Exterior color"),
+    "year": ("Year", "Model year", "Year of manufacture"),
 }
+COLORS = ("White", "Black", "Silver", "Dark blue", "Red", "Grey", "Green", "Beige")
 # unique in a document: the make and model together name a record, as a person does
 VEHICLES = [
     (make, model)
@@ -123,6 +126,8 @@ VEHICLE_QUESTIONS = {
     "phone": ("What is the phone number of the {vehicle}'s owner?",),
     "policy": ("Which policy number covers the {vehicle}?",),
     "customer": ("Who owns the {vehicle}?", "Who is the customer for the {vehicle}?"),
+    "color": ("What color is the {vehicle}?", "What is the colour of the {vehicle}?"),
+    "year": ("What year is the {vehicle} from?", "What is the model year of the {vehicle}?"),
 }
 VEHICLE_UNANSWERABLE = (
     "What is the odometer reading of the {vehicle}?",
@@ -195,6 +200,13 @@ UNNAMED = {
     "total": ("What is the total?", "How much is due?", "What is the grand total?"),
     "customer": ("Who is the customer?", "What is the name of the policyholder?"),
 }
+# asked unnamed of a form that names a vehicle
+UNNAMED_VEHICLE = {
+    "color": ("What color is the vehicle?", "What is the colour of the car?", "Which color is it?"),
+    "year": ("What year is the vehicle?", "What is the model year of the car?"),
+    "make": ("Which make is the car?", "Who made the vehicle?"),
+    "model": ("What model is the vehicle?", "Which model is the car?"),
+}
 UNNAMED_UNANSWERABLE = (
     "What is the tire pressure of the vehicle?",
     "What is the customer's blood type?",
@@ -240,6 +252,8 @@ class Record:
     date: str
     make: str = ""
     model: str = ""
+    color: str = ""
+    year: str = ""
 
     @property
     def vehicle(self) -> str:
@@ -256,6 +270,7 @@ class FormQuestion:
     record: int
     page: int | None  # the PDF page the answer is on
     names: str = ""  # how it names its record (a person, a vehicle); "" when it does not
+    also: tuple[str, ...] = ()  # other records' values that answer it as well (unnamed)
 
 
 @dataclass(frozen=True)
@@ -292,6 +307,8 @@ def records(rng: random.Random, names: list[str]) -> list[Record]:
                 date=f"20{rng.randint(10, 25)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
                 make=vehicles[n][0],
                 model=vehicles[n][1],
+                color=rng.choice(COLORS),
+                year=str(rng.randint(1998, 2025)),
             )
         )
     return made
@@ -306,7 +323,7 @@ class _Style:
         extra = rng.sample(["email", "city", "date"], rng.randint(1, 3))
         # an estimate's or a policy's form also names the vehicle (its make and model)
         self.vehicle = rng.random() < 0.5
-        extra += ["make", "model"] if self.vehicle else []
+        extra += ["make", "model", "color", "year"] if self.vehicle else []
         fields = ["customer", "phone", "policy", "vin", "total", *extra]
         rest = fields[1:]
         rng.shuffle(rest)
@@ -318,8 +335,8 @@ class _Style:
         return [(self.labels[f], record.value(f)) for f in self.fields]
 
     def questions(self, people: list[Record], pages: list[int | None]) -> list[FormQuestion]:
-        if len(people) == 1:
-            return self._unnamed(people[0], pages[0])
+        if len(people) <= 2:  # an estimate or two: asked without naming the record
+            return self._unnamed(people, pages[0])
         asked = []
         for n, (person, page) in enumerate(zip(people, pages, strict=True)):
             if self.vehicle and self.rng.random() < 0.4:
@@ -367,10 +384,21 @@ class _Style:
                 )
         return asked
 
-    def _unnamed(self, person: Record, page: int | None) -> list[FormQuestion]:
+    def _unnamed(self, people: list[Record], page: int | None) -> list[FormQuestion]:
+        """Each record's value answers (of two, "What color is the vehicle?" is either's)."""
+        person, others = people[0], people[1:]
         asked = [
-            FormQuestion(self.rng.choice(wordings), person.value(field), 0, page)
-            for field, wordings in UNNAMED.items()
+            FormQuestion(
+                self.rng.choice(wordings),
+                person.value(field),
+                0,
+                page if not others else None,
+                also=tuple(o.value(field) for o in others),
+            )
+            for field, wordings in [
+                *UNNAMED.items(),
+                *(UNNAMED_VEHICLE.items() if self.vehicle else ()),
+            ]
         ]
         return asked + [
             FormQuestion(wording, None, 0, None)
@@ -590,7 +618,7 @@ def form_document(layout: str, seed: int, *, count: int = 9) -> FormDocument:
     data, pages = write(people, style)
     if extension != "pdf":
         pages = [None] * len(people)
-    name = f"{layout}-{seed}" if count > 1 else f"{layout}-{seed}-single"
+    name = f"{layout}-{seed}" if count > 2 else f"{layout}-{seed}-of-{count}"
     names = frozenset(p.customer for p in people) | frozenset(
         p.vehicle for p in people if style.vehicle
     )

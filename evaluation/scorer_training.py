@@ -103,12 +103,14 @@ def gather(squad_articles: list[dict], *, progress: Callable[[str], None] = prin
     for split, seeds in (("train", TRAIN_SEEDS), ("test", TEST_SEEDS)):
         for seed in seeds:
             documents = [form_document(layout, seed) for layout in LAYOUTS]
-            singles = [form_document(layout, seed, count=1) for layout in LAYOUTS]
+            singles = [
+                form_document(layout, seed, count=count) for layout in LAYOUTS for count in (1, 2)
+            ]
             for document in documents + singles:
                 index.add(document.name, document.data)
-            for single in singles:  # one record (an estimate's app), asked without its name
+            for single in singles:  # an estimate or two (an app of its own), asked unnamed
                 for q in single.questions:
-                    answers = (q.answer,) if q.answer else ()
+                    answers = (q.answer, *q.also) if q.answer else ()
                     asked = Asked(split, single.layout, q.question, answers, q.page, "")
                     plans.append((asked, {single.name}))
             for document in documents:
