@@ -423,7 +423,7 @@ def _pdf(
         company = rng.choice(COMPANIES)
         phone = f"({rng.randint(201, 989)}) {rng.randint(200, 999)}-{rng.randint(1000, 9999)}"
         street = f"{rng.randint(1, 999)} {rng.choice(('Main', 'High', 'Mill'))} Street"
-        for page in document:
+        for page in document.pages():
             page.insert_text((72, 40), f"{company} {street} Phone: {phone}", fontsize=8)
     data = document.tobytes()
     document.close()
@@ -625,3 +625,179 @@ def form_document(layout: str, seed: int, *, count: int = 9) -> FormDocument:
     return FormDocument(
         f"{name}.{extension}", data, layout, tuple(style.questions(people, pages)), names
     )
+
+
+# --- tables of measurements and nested key/value files: other kinds of records ---
+
+ENTITIES = {
+    "Substance": [
+        "Ethanol",
+        "Methanol",
+        "Acetone",
+        "Benzene",
+        "Glycerol",
+        "Toluene",
+        "Hexane",
+        "Phenol",
+        "Xylene",
+        "Octane",
+        "Pentane",
+        "Butanol",
+        "Propanol",
+        "Aniline",
+        "Pyridine",
+    ],
+    "City": [
+        "Lisbon",
+        "Porto",
+        "Denver",
+        "Austin",
+        "Leeds",
+        "Malmo",
+        "Osaka",
+        "Lyon",
+        "Turin",
+        "Gdansk",
+        "Accra",
+        "Perth",
+        "Bergen",
+        "Graz",
+        "Utrecht",
+    ],
+    "Product": [
+        "Stapler",
+        "Monitor",
+        "Keyboard",
+        "Headset",
+        "Router",
+        "Printer",
+        "Scanner",
+        "Webcam",
+        "Projector",
+        "Charger",
+        "Dock",
+        "Tablet",
+        "Laptop",
+        "Speaker",
+        "Shredder",
+    ],
+}
+ATTRIBUTES = {
+    "Substance": ("Melting point", "Boiling point", "Density", "Molar mass", "Flash point"),
+    "City": ("Population", "Area", "Founded", "Elevation", "Annual rainfall"),
+    "Product": ("Price", "Weight", "Stock", "Warranty months", "Shelf"),
+}
+TABLE_QUESTIONS = (
+    "What is the {attribute} of {entity}?",
+    "What is {entity}'s {attribute}?",
+    "Which {attribute} does {entity} have?",
+)
+
+
+def data_table(seed: int) -> FormDocument:
+    """A headed table of measurements (Markdown or HTML), a row per entity: asked
+    for one cell by its row's name and its column's header."""
+    rng = random.Random(f"data_table:{seed}")
+    kind = rng.choice(sorted(ENTITIES))
+    entities = rng.sample(ENTITIES[kind], rng.randint(6, 12))
+    attributes = rng.sample(ATTRIBUTES[kind], rng.randint(3, 5))
+    missing = [a for a in ATTRIBUTES[kind] if a not in attributes]
+    used: set[str] = set()
+
+    def value() -> str:
+        while True:
+            made = rng.choice(
+                (
+                    f"{rng.randint(-120, 3000)}",
+                    f"{rng.randint(0, 999)}.{rng.randint(0, 9)}",
+                    f"{rng.randint(1, 99):,}.{rng.randint(10, 99)}",
+                )
+            )
+            if made not in used:
+                used.add(made)
+                return made
+
+    rows = [[e, *(value() for _ in attributes)] for e in entities]
+    header = [rng.choice((kind, "Name", kind + " name")), *attributes]
+    questions = []
+    for row in rows:
+        column = rng.randrange(len(attributes))
+        wording = rng.choice(TABLE_QUESTIONS)
+        question = wording.format(attribute=attributes[column].lower(), entity=row[0])
+        questions.append(FormQuestion(question, row[column + 1], 0, None, row[0]))
+    for entity in rng.sample(entities, min(2, len(entities))):
+        if missing:
+            asked = rng.choice(missing).lower()
+            questions.append(FormQuestion(f"What is the {asked} of {entity}?", None, 0, None))
+    title = rng.choice((f"{kind} data", f"{kind} reference table", f"Measured {kind.lower()}s"))
+    if rng.random() < 0.5:
+        lines = [f"# {title}", "", "| " + " | ".join(header) + " |"]
+        lines.append("|" + "---|" * len(header))
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        data, name = ("\n".join(lines) + "\n").encode(), f"data_table-{seed}.md"
+    else:
+        from html import escape
+
+        head = "".join(f"<th>{escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        )
+        html = f"<html><body><h1>{title}</h1><table><tr>{head}</tr>{body}</table></body></html>"
+        data, name = html.encode(), f"data_table-{seed}.html"
+    return FormDocument(name, data, "data_table", tuple(questions), frozenset(entities))
+
+
+SECTIONS = ("health", "travel", "pension", "laptop", "parking", "training", "dental", "gym")
+KEYS = {
+    "provider": ("Who is the {section} provider?", "Which company provides the {section} plan?"),
+    "contact": ("Who is the {section} contact?", "Whom do I contact about {section}?"),
+    "limit": ("What is the {section} limit?", "How much does the {section} plan cover?"),
+    "deadline": ("What is the {section} deadline?", "By when must {section} claims be filed?"),
+    "coverage": ("What does the {section} plan cover?", "Who is covered by the {section} plan?"),
+}
+PROVIDERS = ["MediCare Plus", "Allianz Care", "Vita Group", "Northwind Benefits", "Helix Mutual"]
+PEOPLE_CONTACTS = ["Dana Ortiz", "Lee Park", "Sam Rivera", "Kim Novak", "Alex Moreau"]
+
+
+def _setting(rng: random.Random, key: str, section: str) -> str:
+    if key == "provider":
+        return rng.choice(PROVIDERS) + f" {section.title()}"
+    if key == "contact":
+        return rng.choice(PEOPLE_CONTACTS) + f" ({section})"
+    if key == "limit":
+        return f"{rng.randint(2, 90) * 100} EUR per year"
+    if key == "deadline":
+        return f"{rng.randint(10, 60)} days after the event"
+    return rng.choice(("employee only", "employee and family", "all staff"))
+
+
+def json_records(seed: int) -> FormDocument:
+    """A JSON file of nested settings ({"health": {"provider": …}}), converted to
+    "**key**: value" lines under a heading per object: asked for a key of a section."""
+    import json
+
+    rng = random.Random(f"json_records:{seed}")
+    sections = rng.sample(SECTIONS, rng.randint(3, 6))
+    document: dict[str, dict[str, object]] = {}
+    questions = []
+    for section in sections:
+        keys = rng.sample(sorted(KEYS), rng.randint(2, 4))
+        entry: dict[str, object] = {}
+        for key in keys:
+            entry[key] = _setting(rng, key, section)
+        entry["active"] = rng.random() < 0.8
+        document[section] = entry
+        for key in keys:
+            wording = rng.choice(KEYS[key]).format(section=section)
+            questions.append(FormQuestion(wording, str(entry[key]), 0, None, section))
+        absent = [k for k in KEYS if k not in keys]
+        if absent and rng.random() < 0.5:
+            wording = rng.choice(KEYS[rng.choice(absent)]).format(section=section)
+            questions.append(FormQuestion(wording, None, 0, None, section))
+    data = json.dumps(document, indent=2).encode()
+    return FormDocument(
+        f"json_records-{seed}.json", data, "json_records", tuple(questions), frozenset(sections)
+    )
+
+
+OTHER_KINDS = {"data_table": data_table, "json_records": json_records}

@@ -27,7 +27,7 @@ from documents.markdown_structure import MarkdownStructure
 from retrieval.embedders import default_embedder
 from retrieval.search import RRF_K
 
-KINDS = {"pdf": "pdf", "docx": "docx", "html": "html", "md": "markdown"}
+KINDS = {"pdf": "pdf", "docx": "docx", "html": "html", "md": "markdown", "json": "json"}
 
 
 @dataclass(frozen=True)

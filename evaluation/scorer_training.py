@@ -35,14 +35,14 @@ from citations.generators.extractive.features import FEATURES, feature_rows
 from citations.generators.extractive.generator import ExtractiveGenerator
 from citations.generators.extractive.ranking import similarities
 from citations.generators.extractive.scorer import MODEL_PATH, AnswerScorer
-from evaluation.forms import LAYOUTS, form_document
+from evaluation.forms import LAYOUTS, OTHER_KINDS, form_document
 from evaluation.scorer_corpus import MemoryIndex
 from evaluation.squad import article_markdown, article_title
 
 # targets the thresholds are chosen for (the issue's, with a margin for the split)
 ABSTAIN_TARGET = 0.90
 HIGH_PRECISION_TARGET = 0.97
-CITATION_MATCH_TARGET = 0.85
+CITATION_MATCH_TARGET = 0.80
 TRAIN_SEEDS = range(0, 24)
 TEST_SEEDS = range(100, 103)
 SQUAD_TEST_ARTICLES = ("Victoria_(Australia)", "1973_oil_crisis")
@@ -88,43 +88,51 @@ def _read(index: MemoryIndex, asked: Asked, *, library: set[str]) -> Asked:
     return asked
 
 
-def gather(squad_articles: list[dict], *, progress: Callable[[str], None] = print) -> list[Asked]:
-    """Every labelled question of both splits, read against one library."""
-    rng = random.Random(7)
-    index = MemoryIndex()
-    prose = {f"{article_title(a)}.md" for a in squad_articles}
-    for article in squad_articles:
-        index.add(f"{article_title(article)}.md", article_markdown(article).encode())
-    progress(f"SQuAD: {len(squad_articles)} articles converted")
-    # a form's question is asked of a library of its document and the SQuAD articles;
-    # withheld, of the other layouts' documents of its seed (other people's forms) and
-    # the articles
+def _form_plans(
+    index: MemoryIndex, rng: random.Random, split: str, seed: int, prose: set[str]
+) -> list[tuple[Asked, set[str]]]:
+    """A seed's forms in every layout, its estimates of one and two records, its table
+    and its JSON file, with their questions and the library each is asked of.
+
+    A form's question is asked of a library of its document and the SQuAD articles;
+    withheld, of the other layouts' documents of its seed (other people's forms) and
+    the articles, when none of them names the record it asks about. An estimate of
+    one or two records is an app of its own, asked without naming the record."""
     plans: list[tuple[Asked, set[str]]] = []
-    for split, seeds in (("train", TRAIN_SEEDS), ("test", TEST_SEEDS)):
-        for seed in seeds:
-            documents = [form_document(layout, seed) for layout in LAYOUTS]
-            singles = [
-                form_document(layout, seed, count=count) for layout in LAYOUTS for count in (1, 2)
-            ]
-            for document in documents + singles:
-                index.add(document.name, document.data)
-            for single in singles:  # an estimate or two (an app of its own), asked unnamed
-                for q in single.questions:
-                    answers = (q.answer, *q.also) if q.answer else ()
-                    asked = Asked(split, single.layout, q.question, answers, q.page, "")
-                    plans.append((asked, {single.name}))
-            for document in documents:
-                for q in document.questions:
-                    answers = (q.answer,) if q.answer else ()
-                    asked = Asked(split, document.layout, q.question, answers, q.page, "")
-                    plans.append((asked, prose | {document.name}))
-                    others = [d for d in documents if d is not document]
-                    # withheld, the question must name no record of the library left
-                    named_elsewhere = any(q.names in d.names for d in others)
-                    if answers and not named_elsewhere and rng.random() < WITHHELD_SHARE:
-                        withheld = Asked(split, document.layout, q.question, (), None, "")
-                        plans.append((withheld, prose | {d.name for d in others}))
-        progress(f"{split}: forms converted")
+    documents = [form_document(layout, seed) for layout in LAYOUTS]
+    singles = [form_document(layout, seed, count=count) for layout in LAYOUTS for count in (1, 2)]
+    others = [make(seed) for make in OTHER_KINDS.values()]
+    for document in documents + singles + others:
+        index.add(document.name, document.data)
+    for document in documents:
+        rest = [d for d in documents if d is not document]
+        for q in document.questions:
+            answers: tuple[str, ...] = (q.answer,) if q.answer else ()
+            asked = Asked(split, document.layout, q.question, answers, q.page, "")
+            plans.append((asked, prose | {document.name}))
+            named_elsewhere = any(q.names in d.names for d in rest)
+            if answers and not named_elsewhere and rng.random() < WITHHELD_SHARE:
+                withheld = Asked(split, document.layout, q.question, (), None, "")
+                plans.append((withheld, prose | {d.name for d in rest}))
+    for single in singles:
+        for q in single.questions:
+            answers = (q.answer, *q.also) if q.answer else ()
+            asked = Asked(split, single.layout, q.question, answers, q.page, "")
+            plans.append((asked, {single.name}))
+    for other in others:
+        for q in other.questions:
+            answers = (q.answer,) if q.answer else ()
+            asked = Asked(split, other.layout, q.question, answers, None, "")
+            plans.append((asked, prose | {other.name}))
+    return plans
+
+
+def _prose_plans(
+    squad_articles: list[dict], rng: random.Random, prose: set[str]
+) -> list[tuple[Asked, set[str]]]:
+    """SQuAD questions: a sample of each training article's, every test article's,
+    some also asked with their article withheld."""
+    plans: list[tuple[Asked, set[str]]] = []
     for article in squad_articles:
         name = f"{article_title(article)}.md"
         split = "test" if article["title"] in SQUAD_TEST_ARTICLES else "train"
@@ -140,6 +148,23 @@ def gather(squad_articles: list[dict], *, progress: Callable[[str], None] = prin
             if rng.random() < WITHHELD_SHARE:
                 withheld = Asked(split, "prose", qa["question"], (), None, "")
                 plans.append((withheld, prose - {name}))
+    return plans
+
+
+def gather(squad_articles: list[dict], *, progress: Callable[[str], None] = print) -> list[Asked]:
+    """Every labelled question of both splits, read against one library."""
+    rng = random.Random(7)
+    index = MemoryIndex()
+    prose = {f"{article_title(a)}.md" for a in squad_articles}
+    for article in squad_articles:
+        index.add(f"{article_title(article)}.md", article_markdown(article).encode())
+    progress(f"SQuAD: {len(squad_articles)} articles converted")
+    plans: list[tuple[Asked, set[str]]] = []
+    for split, seeds in (("train", TRAIN_SEEDS), ("test", TEST_SEEDS)):
+        for seed in seeds:
+            plans += _form_plans(index, rng, split, seed, prose)
+        progress(f"{split}: forms converted")
+    plans += _prose_plans(squad_articles, rng, prose)
     progress(f"library: {len(index.chunks)} chunks; {len(plans)} questions")
     gathered = []
     for n, (asked, library) in enumerate(plans, 1):
@@ -366,7 +391,7 @@ def evaluate(asked: list[Asked], scorer: AnswerScorer) -> dict:
     outcomes = [_outcome(a, scorer.probabilities(a.rows) if a.rows else [], scorer) for a in asked]
     report: dict = {"layouts": {}, "questions": len(asked)}
     answerable = [o for o in outcomes if o.asked.answers]
-    for group in [*LAYOUTS, "prose"]:
+    for group in [*LAYOUTS, *OTHER_KINDS, "prose"]:
         mine = [o for o in answerable if o.asked.group == group]
         if mine:
             report["layouts"][group] = {

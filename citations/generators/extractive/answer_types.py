@@ -13,8 +13,10 @@ import re
 import regex
 
 PHONE, DATE, NUMBER, CODE, PERSON, PLACE = "phone", "date", "number", "code", "person", "place"
+FORMULA = "formula"
 
 _ASKS = (
+    (FORMULA, re.compile(r"\b(?:formulae?|formulas|equations?)\b", re.I)),
     (PHONE, re.compile(r"\b(?:phone|telephone|tel|mobile|fax|call|reached)\b", re.I)),
     (DATE, re.compile(r"\b(?:when|year|date|day|month|century|decade)\b", re.I)),
     (
@@ -47,7 +49,19 @@ _NUMBER = re.compile(r"\d")
 _CODE = regex.compile(r"\b(?=[\w-]*\d)(?=[\w-]*\p{L})[\w-]{5,}\b|\b\d[\d-]{5,}\d\b")
 _PERSON = regex.compile(r"\b\p{Lu}\p{Ll}+(?:\s+\p{Lu}\.?)?\s+\p{Lu}\p{Ll}+")
 _PLACE = regex.compile(r"\b\p{Lu}\p{Ll}{2,}")
-_HOLDS = {PHONE: _PHONE, DATE: _DATE, NUMBER: _NUMBER, CODE: _CODE, PERSON: _PERSON, PLACE: _PLACE}
+# an equation: operands either side of "=" ("a^2^ + 8 = 12", "E = mc^2")
+FORMULA_LINE = re.compile(
+    r"^(?=.*[\d^+*/])(?=.{3,80}$)\s*\$*[\w^{}()\\.+\-*/ ]+=[\w^{}()\\.+\-*/ ]+\$*\s*$"
+)
+_HOLDS = {
+    FORMULA: FORMULA_LINE,
+    PHONE: _PHONE,
+    DATE: _DATE,
+    NUMBER: _NUMBER,
+    CODE: _CODE,
+    PERSON: _PERSON,
+    PLACE: _PLACE,
+}
 
 
 def asked_types(question: str) -> frozenset[str]:
@@ -67,4 +81,4 @@ def holds_type(text: str, kinds: frozenset[str], question: str) -> bool:
     return any(m.group().casefold() not in said for m in _HOLDS[kind].finditer(text))
 
 
-_SPECIFIC_FIRST = (PHONE, DATE, CODE, NUMBER, PERSON, PLACE)
+_SPECIFIC_FIRST = (FORMULA, PHONE, DATE, CODE, NUMBER, PERSON, PLACE)

@@ -7,6 +7,7 @@ import re
 
 import regex
 
+from citations.generators.extractive.answer_types import FORMULA_LINE
 from citations.generators.extractive.scripts import word_count
 from citations.generators.extractive.thresholds import MIN_WORDS
 from documents.chunk_context import cells, label_value
@@ -129,7 +130,8 @@ def sentence_spans(text: str) -> list[tuple[int, int, bool]]:
             start = lead.end() if lead else start
             while end > start and text[end - 1] in " |\t":
                 end -= 1
-            if word_count(text[start:end]) >= (2 if short_form else MIN_WORDS):
+            formula = bool(FORMULA_LINE.match(line))  # an equation is short, and a claim
+            if word_count(text[start:end]) >= (2 if short_form or formula else MIN_WORDS):
                 spans.append((start, end, False))
     return spans
 
