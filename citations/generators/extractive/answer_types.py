@@ -45,7 +45,14 @@ _DATE = re.compile(
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b",
     re.I,
 )
-_NUMBER = re.compile(r"\d")
+# a count is written in digits or in words ("twenty-five days", "a dozen", "half")
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+    r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty"
+    r"|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|dozen|half|once"
+    r"|twice|single|double|triple)\b",
+    re.I,
+)
 _CODE = regex.compile(r"\b(?=[\w-]*\d)(?=[\w-]*\p{L})[\w-]{5,}\b|\b\d[\d-]{5,}\d\b")
 _PERSON = regex.compile(r"\b\p{Lu}\p{Ll}+(?:\s+\p{Lu}\.?)?\s+\p{Lu}\p{Ll}+")
 _PLACE = regex.compile(r"\b\p{Lu}\p{Ll}{2,}")
