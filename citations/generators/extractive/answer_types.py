@@ -18,7 +18,15 @@ FORMULA = "formula"
 _ASKS = (
     (FORMULA, re.compile(r"\b(?:formulae?|formulas|equations?)\b", re.I)),
     (PHONE, re.compile(r"\b(?:phone|telephone|tel|mobile|fax|call|reached)\b", re.I)),
-    (DATE, re.compile(r"\b(?:when|year|date|day|month|century|decade)\b", re.I)),
+    # "when", "what year", "which day": not "how many days", nor "per month"
+    (
+        DATE,
+        re.compile(
+            r"\bwhen\b|\b(?:what|which)\s+(?:year|date|day|month|century|decade)\b"
+            r"|\bdate\b",
+            re.I,
+        ),
+    ),
     (
         NUMBER,
         re.compile(

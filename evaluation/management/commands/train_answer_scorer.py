@@ -9,7 +9,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.scorer_training import REPORT_PATH, gather, model_document, train, write
+from evaluation.scorer_training import (
+    REPORT_PATH,
+    SQUAD_QUESTIONS_PER_ARTICLE,
+    TRAIN_SEEDS,
+    gather,
+    model_document,
+    train,
+    write,
+)
 from evaluation.squad import SquadError, squad_load
 
 DEFAULT_SQUAD = Path(__file__).resolve().parents[4] / "shared/corpus/qa/squad-v1.1-dev-subset6.json"
@@ -43,6 +51,18 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="print the test report, write nothing"
         )
+        parser.add_argument(
+            "--train-seeds",
+            type=int,
+            default=len(TRAIN_SEEDS),
+            help=f"form seeds to train on (default {len(TRAIN_SEEDS)}; fewer: a quick run)",
+        )
+        parser.add_argument(
+            "--squad-per-article",
+            type=int,
+            default=SQUAD_QUESTIONS_PER_ARTICLE,
+            help="SQuAD questions of each training article",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["squad"]
@@ -52,7 +72,20 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
         except SquadError as exc:
             raise CommandError(f"{path}: {exc}") from exc
-        gathered = gather(articles, progress=lambda line: self.stdout.write(line))
+        seeds, per_article = options["train_seeds"], options["squad_per_article"]
+        if not 1 <= seeds <= len(TRAIN_SEEDS) or per_article < 1:
+            raise CommandError(
+                f"--train-seeds must be 1 to {len(TRAIN_SEEDS)}, --squad-per-article at least 1"
+            )
+        full = (seeds, per_article) == (len(TRAIN_SEEDS), SQUAD_QUESTIONS_PER_ARTICLE)
+        if not options["dry_run"] and not full:
+            raise CommandError("a smaller run is for --dry-run only: the model is fitted on all")
+        gathered = gather(
+            articles,
+            progress=lambda line: self.stdout.write(line),
+            train_seeds=range(seeds),
+            squad_per_article=per_article,
+        )
         scorer, report = train(gathered)
         document = model_document(scorer, report)
         self.stdout.write(json.dumps(report, indent=1))
