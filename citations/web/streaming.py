@@ -23,6 +23,7 @@ from citations.generators.live import Finished, Restart, live_events
 from citations.models import QueryExecution
 from citations.presentation import Marker, answer_html
 from citations.services.questions import QueryRejected
+from citations.services.searching import IndexMismatch
 from citations.threads.errors import ThreadRejected
 from citations.web.answers import AnswerPage, answer_page
 from core.sse import sse
@@ -89,6 +90,10 @@ def answer_events(ask: Callable[[], QueryExecution]) -> Iterator[bytes]:
         return
     except ModelError as exc:
         yield sse("failed", {"text": f"The model could not answer: {exc.message}"})
+        return
+    except IndexMismatch as exc:
+        text = f"This app's documents cannot be searched as they are: {exc.message}"
+        yield sse("failed", {"text": text})
         return
     if not writing:
         yield sse("status", {"text": WRITING})

@@ -18,6 +18,7 @@ from citations.generators import ModelError
 from citations.models import FeedbackRating, QueryExecution
 from citations.services.execution import query_execute
 from citations.services.questions import QueryRejected
+from citations.services.searching import IndexMismatch
 from citations.threads.errors import ThreadRejected
 from citations.web import selectors
 from citations.web.answers import answer_page
@@ -62,6 +63,8 @@ def ask(request: MemberRequest) -> HttpResponse:
             error = exc.message.replace("'query'", "The question")
         except ModelError as exc:  # recorded as a failed answer; say what went wrong
             error = f"The model could not answer: {exc.message}"
+        except IndexMismatch as exc:  # recorded as a failed answer; the index needs rebuilding
+            error = f"This app's documents cannot be searched as they are: {exc.message}"
         else:
             return HttpResponseRedirect(reverse("web-answer", args=[execution.pk]), status=303)
     return render(
@@ -166,6 +169,8 @@ def follow_up(request: MemberRequest, query_id: str) -> HttpResponse:
         error = exc.message.replace("'query'", "The question")
     except ModelError as exc:
         error = f"The model could not answer: {exc.message}"
+    except IndexMismatch as exc:
+        error = f"This app's documents cannot be searched as they are: {exc.message}"
     else:
         return HttpResponseRedirect(reverse("web-answer", args=[execution.pk]), status=303)
     context = {**_answer_context(request, previous), "follow_up_error": error}

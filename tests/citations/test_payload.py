@@ -10,8 +10,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
-from django.test import override_settings
+from django.test import Client, override_settings
 from rest_framework.test import APIClient
 
 from citations.llm_apps import app_create
@@ -258,6 +259,15 @@ def test_an_index_built_with_another_analyzer_fails_every_answer_fast(corpus: Pa
     assert answered["error"]["message"].startswith("analyzer_mismatch: the index")
     with pytest.raises(CommandError, match="analyzer"):
         call_command("ask", QUESTION, "--app", str(app.pk))
+    # the reader's page says so too (a 400 page naming the cause, not a 500)
+    reader = get_user_model().objects.create_user("reader", password="pw-for-the-test")
+    papers.organization.members.create(user=reader, role="editor")
+    browser = Client()
+    browser.force_login(reader)
+    page = browser.post("/", {"app": str(app.pk), "question": QUESTION})
+    assert page.status_code == 400
+    assert "cannot be searched as they are" in page.content.decode()
+    assert "analyzer" in page.content.decode()
     statuses = set(QueryExecution.objects.filter(app=app).values_list("status", flat=True))
     assert statuses == {QueryStatus.FAILED}
 
