@@ -21,11 +21,11 @@ from rest_framework.test import APIClient
 
 from citations.llm_apps import app_create
 from citations.models import App, ClaimCitation
-from citations.places import places_of
 from evaluation.forms import LAYOUTS, FormDocument, form_document
 from evaluation.scorer_training import TEST_SEEDS, TRAIN_SEEDS
 from tests import factories
 from tests.conftest import wait_for_status
+from tests.support.claims import claim_page
 from tests.support.worker import WorkerProcess
 
 pytestmark = pytest.mark.django_db
@@ -83,17 +83,6 @@ def _ask(shelf: Shelf, app: App, question: str) -> tuple[str, list[ClaimCitation
     return body["answer"], claims
 
 
-def _page(claim: ClaimCitation) -> int | None:
-    source = claim.quoted_source
-    places = places_of(
-        chunk_text=source.chunk_text,
-        chunk_start=source.chunk.char_start,
-        locations=list(source.chunk.locations.all()),
-        claims=[(claim.source_start, claim.source_end)],
-    )
-    return places[0].page if places else None
-
-
 def test_each_layout_answers_from_the_right_record_and_page(shelf: Shelf) -> None:
     assert set(shelf.apps) == set(LAYOUTS)
     shares, misses = {}, []
@@ -106,7 +95,9 @@ def test_each_layout_answers_from_the_right_record_and_page(shelf: Shelf) -> Non
             first = claims[0] if claims else None
             values = (question.answer or "", *question.also)  # of two records, either's
             holds = first is not None and any(v in first.source_sentence for v in values)
-            on_page = question.page is None or (first is not None and _page(first) == question.page)
+            on_page = question.page is None or (
+                first is not None and claim_page(first) == question.page
+            )
             right += holds and on_page
             if not (holds and on_page):
                 misses.append(f"{layout}: {question.question} -> {answer}")

@@ -19,10 +19,10 @@ from pytest_django.live_server_helper import LiveServer
 from citations.composition import NOT_FOUND
 from citations.llm_apps import app_create
 from citations.models import ClaimCitation, QueryExecution
-from citations.places import places_of
 from documents.demo import demo_documents_write
 from tests import factories
 from tests.support.browser import chromium
+from tests.support.claims import claim_page
 from tests.support.worker import ARTIFACTS
 from tests.web.conftest import PASSWORD, ingest_now
 from tests.web.test_browser_rendered_answers import _signed_in
@@ -117,14 +117,7 @@ def _first_page() -> int | None:
         .first()
     )
     assert first is not None
-    source = first.quoted_source
-    places = places_of(
-        chunk_text=source.chunk_text,
-        chunk_start=source.chunk.char_start,
-        locations=list(source.chunk.locations.all()),
-        claims=[(first.source_start, first.source_end)],
-    )
-    return places[0].page if places else None
+    return claim_page(first)
 
 
 def test_the_region_57_question_quotes_page_57_first(page: Page, site: str) -> None:

@@ -34,10 +34,15 @@ def question_coverage(question: str, passage: Passage, start: int, end: int) -> 
 
 def words_missing(question: str, passages: Sequence[Passage]) -> list[str]:
     """The question's words that no passage (its text, record or place) holds."""
+    return _missing(question, passages_hold(passages))
+
+
+def passages_hold(passages: Sequence[Passage]) -> set[str]:
+    """The stems the passages hold in their text, title or record (their context)."""
     held: set[str] = set()
     for passage in passages:
         held |= stems(passage.text) | stems(passage.title) | stems(passage.context)
-    return _missing(question, held)
+    return held
 
 
 def _missing(question: str, held: set[str]) -> list[str]:

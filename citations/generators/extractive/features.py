@@ -15,6 +15,7 @@ import regex
 
 from citations.generators import Passage
 from citations.generators.extractive.answer_types import asked_types, holds_type
+from citations.generators.extractive.coverage import passages_hold
 from citations.generators.extractive.ranking import Sentence
 from citations.generators.extractive.scripts import stems, word_count
 from documents.fulltext import words
@@ -94,10 +95,7 @@ def feature_rows(
     entities = _entities(question) & asked
     kinds = asked_types(question)
     acronyms = _acronyms(question)
-    held: set[str] = set()
-    for passage in passages:
-        held |= stems(passage.text) | stems(passage.title) | stems(passage.context)
-    absent_share = len(asked - held) / len(asked)
+    absent_share = len(asked - passages_hold(passages)) / len(asked)
     best_similarity = max(similarity, default=0.0)
     best_overlap = max((c.overlap for c in candidates), default=0.0)
     best_rare = max((c.rare_overlap for c in candidates), default=0.0)

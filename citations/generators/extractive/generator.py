@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from citations.generators import Claim, Passage
+from citations.generators.extractive.coverage import passages_hold
 from citations.generators.extractive.features import feature_rows
 from citations.generators.extractive.ranking import Sentence, similarities
 from citations.generators.extractive.records import Layout
@@ -104,10 +105,7 @@ class ExtractiveGenerator:
                 read.append((sentence, reading.covered))
         weights = _rarity(asked, [covered for _, covered in read])
         total = sum(weights.values()) or 1.0
-        held: set[str] = set()
-        for passage in passages:
-            held |= stems(passage.text) | stems(passage.title) | stems(passage.context)
-        unasked = bool(asked) and not asked & held
+        unasked = bool(asked) and not asked & passages_hold(passages)
         found = [
             replace(s, rare_overlap=sum(weights[w] for w in covered) / total, unasked=unasked)
             for s, covered in read
